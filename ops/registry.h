@@ -1,0 +1,87 @@
+// The op registry: the single source of truth about every op.
+//
+// One entry per op, declared in one file per op family (ops/*_ops.cc). An entry
+// gives the op's class, its parameters, the rule that computes its output
+// types from its input types, cross-parameter checks, and a plain C++ reference
+// implementation used by tests as the oracle for generated kernels. The JSON
+// Schema (`sluice schema`) and docs/spec.md's op reference are generated from
+// these entries.
+//
+// Thread safety: the registry is built once, on first use, and is immutable
+// afterwards; every function here may be called from any thread.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/param.h"
+#include "ops/reference/ref_tensor.h"
+#include "ops/types.h"
+#include "sluice/result.h"
+
+namespace sluice {
+
+class SampleRng;
+
+enum class OpClass { kSource, kDecode, kResample, kPointwise, kBatch, kDevice };
+std::string_view OpClassName(OpClass op_class);
+
+// A problem with one parameter, found by an op's cross-parameter check
+// (for example scale: [0.9, 0.1] whose bounds are reversed).
+struct ParamIssue {
+  std::string param;  // which parameter to point at
+  std::string message;
+  std::string hint;
+};
+
+// The context a reference implementation runs in.
+struct RefContext {
+  SampleRng* rng = nullptr;  // draws keyed by (seed, epoch, sample, op id); null for ops
+                             // that are not random
+};
+
+struct OpDef {
+  std::string name;
+  OpClass op_class = OpClass::kPointwise;
+  std::string doc;  // one or two sentences for the reference
+  std::vector<ParamDef> params;
+  // Names of the tensors this op produces, in order. Graph ops produce one
+  // tensor named by the step's `out`; source ops produce fixed names
+  // (image_folder: jpg, cls).
+  std::vector<std::string> output_names = {"out"};
+  int num_inputs = 1;  // -1: variadic (batch)
+  bool random = false;  // draws from the per-sample generator
+
+  // Cross-parameter validation; per-parameter type/range checks are generic.
+  std::function<std::vector<ParamIssue>(const ParamList&)> check;
+  // Output types from input types. Errors carry message and hint; the caller
+  // attaches the source mark.
+  std::function<Result<std::vector<TensorType>>(std::span<const TensorType>, const ParamList&)>
+      infer;
+  // Reference implementation (graph ops only): one input, one output.
+  std::function<Result<RefTensor>(const RefTensor&, const ParamList&, RefContext&)> reference;
+};
+
+// All ops in a stable order (by name).
+std::span<const OpDef* const> AllOps();
+// The op called `name`, or null.
+const OpDef* FindOp(std::string_view name);
+// Ops of one class, by name.
+std::vector<const OpDef*> OpsOfClass(OpClass op_class);
+
+// The `source:` section's `format` names a source-class op; `batch:` is the
+// batch-class op `batch` (variadic: one input per field).
+//
+// Declarations of the non-op spec sections (sampling, output); the front end
+// validates them like op parameters and the schema is generated from them.
+const std::vector<ParamDef>& SamplingParams();
+const std::vector<ParamDef>& OutputParams();
+
+// The closest name to `name` among `candidates` by edit distance, or "" when
+// nothing is close enough to be a plausible typo.
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates);
+
+}  // namespace sluice
