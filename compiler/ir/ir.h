@@ -23,9 +23,9 @@ using ValueId = int;
 using NodeId = int;
 
 struct Value {
-  std::string name;                  // unique in the graph (image, image.1, ...)
-  std::optional<TensorType> type;    // unset until type inference; unset after a type
-                                     // error too, so later checks do not cascade
+  std::string name;                // unique in the graph (image, image.1, ...)
+  std::optional<TensorType> type;  // unset until type inference; unset after a type
+                                   // error too, so later checks do not cascade
   NodeId producer = -1;
 };
 
@@ -33,25 +33,30 @@ enum class Device { kCpu, kGpu };
 
 struct Node {
   const OpDef* op = nullptr;
-  ParamList params;                  // every declared parameter, defaults explicit
+  ParamList params;  // every declared parameter, defaults explicit
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
-  SourceMark mark;                   // where the spec wrote this step
-  int op_id = 0;                     // stable id keying this node's random draws
-  int fusion_group = -1;             // set by fusion passes; -1 = not fused
-  Device device = Device::kCpu;      // set by placement
+  SourceMark mark;               // where the spec wrote this step
+  int op_id = 0;                 // stable id keying this node's random draws
+  int fusion_group = -1;         // set by fusion passes; -1 = not fused
+  Device device = Device::kCpu;  // set by placement
 };
 
 struct Graph {
-  std::string name;                  // the spec's `name`
+  std::string name;  // the spec's `name`
   std::string spec_file;
-  ParamList sampling;                // the spec's validated sections, carried through
+  ParamList sampling;  // the spec's validated sections, carried through
   ParamList output;
-  std::vector<Node> nodes;           // topological order
+  std::vector<Node> nodes;  // topological order
   std::vector<Value> values;
+  // Set by type inference once every value has a type; from then on the
+  // verifier requires every value (including ones later passes add) to be typed.
+  bool typed = false;
 
   ValueId AddValue(std::string name);
-  NodeId AddNode(Node node);         // sets the producer of node.outputs
+  // The value called `name`, or -1.
+  ValueId FindValue(const std::string& name) const;
+  NodeId AddNode(Node node);  // sets the producer of node.outputs
   const Value& value(ValueId id) const { return values[id]; }
   Value& value(ValueId id) { return values[id]; }
   // Nodes that read `id`.
@@ -63,7 +68,16 @@ class Diagnostics;
 
 // Builds the IR from a spec the front end accepted (topologically sorted; the
 // front end has rejected cycles and dangling names). Values are untyped.
+//
+// Node 0 is the source (its outputs are the source's tensors, e.g. jpg, cls);
+// nodes 1..n are the graph steps in spec order; the last node is the batch,
+// whose inputs are the field tensors and whose outputs are named
+// `batch.<field>` (the prefix keeps them apart from per-sample tensors of the
+// same name). op_id = the node's index at build time; later passes keep it.
 Graph BuildGraph(const Spec& spec);
+
+// Prefix of the batch node's output value names ("batch." + field name).
+inline constexpr const char* kBatchValuePrefix = "batch.";
 
 // Checks the structural invariants: ids in range, topological order, one
 // producer per value, unique value names, input counts matching the op,
@@ -71,7 +85,23 @@ Graph BuildGraph(const Spec& spec);
 // set. Returns the first violation.
 Status VerifyGraph(const Graph& graph);
 
-// Stable text form, for golden tests and `--emit=ir`.
+// Stable text form, for golden tests and `--emit=ir`:
+//
+//   sluice.ir "NAME"  (spec: FILE)
+//   sampling: order="shuffle", remainder="drop", seed=0, sharding="auto"
+//   %jpg: bytes[?], %cls: int64[] = image_folder(path="${DATA}/train")
+//   %image: uint8[?,?,3] HWC = decode_jpeg(%jpg, color="rgb")
+//   ...
+//   %batch.image: float16[256,3,224,224] CHW, %batch.label: int64[256] = batch(%image.5, %cls, ...)
+//   output: cpu_budget=auto, device="auto", ...
+//
+// One line per node, in node order: outputs with their types (`?type` before
+// type inference), `=`, the op, its inputs, then every parameter in name order
+// (ParamValue::ToString, with kAutoInt -1 shown as `auto`). A trailing
+// `  [...]` lists what later passes set, only when set: op_id when it differs
+// from the node index, fusion=N, device=gpu.
 std::string PrintGraph(const Graph& graph);
+// One parameter value as the printer shows it (`def` may be null).
+std::string FormatParam(const ParamDef* def, const ParamValue& value);
 
 }  // namespace sluice

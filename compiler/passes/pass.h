@@ -22,10 +22,16 @@ struct Pass {
 
 // The passes in the order the compiler runs them.
 const std::vector<Pass>& PassPipeline();
+// The pass called `name`, or null.
+const Pass* FindPass(const std::string& name);
+// "type_inference, ..." in pipeline order, for messages.
+std::string PassNames();
 
 // Runs the pipeline up to and including `stop_after` (all passes when empty),
-// verifying the graph after each pass. Stops early when a pass adds errors.
-// An unknown `stop_after` is an error naming the valid pass names.
+// verifying the graph before the first pass and after each pass. Stops early
+// when a pass adds errors (the caller sees them in `diags`; the returned status
+// is still ok). An unknown `stop_after` (kInvalidArgument, hint naming the
+// valid passes) or a verifier failure (kInternal, naming the pass) is an error.
 Status RunPasses(Graph& graph, Diagnostics& diags, const std::string& stop_after = {});
 
 // The individual passes (one file each).

@@ -1,0 +1,41 @@
+// The `sluice` command: one function per verb, dispatched from main.cc.
+//
+// Every verb takes the arguments after its name, writes results to stdout and
+// problems to stderr, and returns the process exit code:
+//   0 success, 1 the spec (or input) has errors, 2 usage error or a feature
+//   that is not built yet.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sluice {
+
+struct Spec;
+
+namespace cli {
+
+using Args = std::vector<std::string>;
+
+int Compile(const Args& args);
+int Schema(const Args& args);
+int Ops(const Args& args);
+
+// The usage text printed by `sluice help` and after a usage error.
+std::string UsageText();
+// Prints "sluice: error: MESSAGE" and a pointer to `sluice help`; returns 2.
+int UsageError(const std::string& message);
+
+// A flag `--name=value` or `--name value` / `-n value`: when args[i] is `flag`
+// or starts with `flag=`, stores the value (advancing i past a separate value)
+// and returns true. A missing separate value is a usage error reported through
+// `error`.
+bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string& value,
+               std::string& error);
+
+// The validated spec as YAML with every default explicit and every step's
+// `in`/`out` written out (what `--emit=spec` prints).
+std::string EmitSpecYaml(const Spec& spec);
+
+}  // namespace cli
+}  // namespace sluice

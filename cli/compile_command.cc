@@ -1,0 +1,119 @@
+// `sluice compile SPEC [--emit=...] [-o PLAN]`: front end, IR, passes.
+#include <iostream>
+#include <string>
+
+#include "cli/cli.h"
+#include "compiler/ir/ir.h"
+#include "compiler/passes/pass.h"
+#include "compiler/spec/diagnostics.h"
+#include "compiler/spec/spec.h"
+
+namespace sluice::cli {
+namespace {
+
+// "image: float16[256,3,224,224] CHW, label: int64[256]" from the batch node.
+std::string BatchSummary(const Graph& graph) {
+  if (graph.nodes.empty()) return "";
+  const Node& batch = graph.nodes.back();
+  std::string out;
+  for (ValueId v : batch.outputs) {
+    const Value& value = graph.value(v);
+    std::string name = value.name;
+    if (name.starts_with(kBatchValuePrefix))
+      name = name.substr(std::string(kBatchValuePrefix).size());
+    if (!out.empty()) out += ", ";
+    out += name + ": " + (value.type ? value.type->ToString() : std::string("?type"));
+  }
+  return out;
+}
+
+}  // namespace
+
+int Passes(const Args& args) {
+  if (!args.empty()) return UsageError("`sluice passes` takes no arguments");
+  for (const Pass& pass : PassPipeline()) std::cout << pass.name << "  " << pass.doc << "\n";
+  return 0;
+}
+
+int Compile(const Args& args) {
+  std::string spec_path, emit, plan_out, error;
+  bool have_plan_out = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << UsageText();
+      return 0;
+    }
+    if (TakeValue(args, i, "--emit", emit, error)) {
+      if (!error.empty()) return UsageError(error);
+      continue;
+    }
+    if (TakeValue(args, i, "-o", plan_out, error) ||
+        TakeValue(args, i, "--output", plan_out, error)) {
+      if (!error.empty()) return UsageError(error);
+      have_plan_out = true;
+      continue;
+    }
+    if (arg.starts_with("-") && arg != "-")
+      return UsageError("unknown option `" + arg + "` for compile");
+    if (!spec_path.empty()) {
+      return UsageError("compile takes one SPEC; got `" + spec_path + "` and `" + arg + "`");
+    }
+    spec_path = arg;
+  }
+  if (spec_path.empty()) return UsageError("compile needs a SPEC file");
+
+  std::string stop_after;
+  bool emit_ir = false, emit_spec = false;
+  if (emit == "ir") {
+    emit_ir = true;
+  } else if (emit.starts_with("ir-after=")) {
+    emit_ir = true;
+    stop_after = emit.substr(std::string("ir-after=").size());
+    if (FindPass(stop_after) == nullptr) {
+      return UsageError("unknown pass `" + stop_after +
+                        "` in --emit=ir-after; passes, in order: " + PassNames());
+    }
+  } else if (emit == "spec") {
+    emit_spec = true;
+  } else if (!emit.empty()) {
+    return UsageError("unknown --emit value `" + emit +
+                      "`; use --emit=ir, --emit=ir-after=PASS or --emit=spec");
+  }
+
+  Diagnostics diags;
+  Spec spec = ParseSpecFile(spec_path, diags);
+  if (diags.has_errors()) {
+    std::cerr << diags.Render();
+    return 1;
+  }
+  if (emit_spec) {
+    std::cout << EmitSpecYaml(spec);
+    if (!have_plan_out) return 0;
+  }
+
+  Graph graph = BuildGraph(spec);
+  Status status = RunPasses(graph, diags, stop_after);
+  if (diags.has_errors()) {
+    std::cerr << diags.Render();
+    return 1;
+  }
+  if (!status) {
+    std::cerr << status.error().ToString() << "\n";
+    return 1;
+  }
+  if (emit_ir) std::cout << PrintGraph(graph);
+
+  if (have_plan_out) {
+    std::cerr << "sluice: error: writing a plan (-o) is not implemented yet "
+                 "(issue: fused kernels and plan artifact)\n";
+    return 2;
+  }
+  if (!emit_ir && !emit_spec) {
+    std::cout << spec_path << ": ok: pipeline \"" << graph.name << "\", " << graph.nodes.size()
+              << " nodes; batch " << BatchSummary(graph) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace sluice::cli

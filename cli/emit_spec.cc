@@ -1,0 +1,105 @@
+// `--emit=spec`: the validated spec written back as YAML, defaults explicit.
+//
+// Every section is a flow map on one line (graph steps one per line), params in
+// name order, so the text is stable and diffable. Strings that could be read
+// back as something else (numbers, booleans, text with YAML punctuation such as
+// `${DATA}`) are double-quoted.
+#include <cctype>
+#include <string>
+
+#include "cli/cli.h"
+#include "compiler/spec/spec.h"
+#include "ops/registry.h"
+
+namespace sluice::cli {
+namespace {
+
+bool PlainSafe(const std::string& s) {
+  if (s.empty()) return false;
+  if (s == "true" || s == "false" || s == "null" || s == "yes" || s == "no" || s == "on" ||
+      s == "off" || s == "~") {
+    return false;
+  }
+  if (!std::isalpha(static_cast<unsigned char>(s[0])) && s[0] != '_') return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-' &&
+        c != '/') {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Str(const std::string& s) { return PlainSafe(s) ? s : ParamValue{s}.ToString(); }
+
+const ParamDef* Find(const std::vector<ParamDef>* defs, const std::string& name) {
+  if (defs == nullptr) return nullptr;
+  for (const ParamDef& d : *defs) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+std::string Yaml(const ParamDef* def, const ParamValue& value);
+
+std::string YamlMap(const std::vector<ParamDef>* defs, const ParamList& params) {
+  std::string out;
+  for (const auto& [name, value] : params) {
+    if (!out.empty()) out += ", ";
+    out += name + ": " + Yaml(Find(defs, name), value);
+  }
+  return out;
+}
+
+std::string Yaml(const ParamDef* def, const ParamValue& value) {
+  if (def != nullptr && def->type == ParamType::kAutoInt &&
+      std::holds_alternative<int64_t>(value.value) && value.AsInt() == -1) {
+    return "auto";
+  }
+  if (const auto* s = std::get_if<std::string>(&value.value)) return Str(*s);
+  if (const auto* m = std::get_if<std::map<std::string, std::string>>(&value.value)) {
+    std::string out;
+    for (const auto& [k, v] : *m) out += (out.empty() ? "" : ", ") + k + ": " + Str(v);
+    return "{" + out + "}";
+  }
+  if (const auto* section = std::get_if<ParamList>(&value.value)) {
+    return "{" + YamlMap(def ? &def->fields : nullptr, *section) + "}";
+  }
+  return value.ToString();  // bools, numbers and lists print as valid YAML already
+}
+
+std::string Names(const std::vector<std::string>& names) {
+  if (names.size() == 1) return Str(names[0]);
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + Str(n);
+  return "[" + out + "]";
+}
+
+}  // namespace
+
+std::string EmitSpecYaml(const Spec& spec) {
+  std::string out = "sluice: " + std::to_string(spec.version) + "\n";
+  out += "name: " + Str(spec.name) + "\n";
+  if (spec.source.op != nullptr) {
+    std::string params = YamlMap(&spec.source.op->params, spec.source.params);
+    out +=
+        "source: {format: " + spec.source.op->name + (params.empty() ? "" : ", ") + params + "}\n";
+  }
+  if (!spec.sampling.empty())
+    out += "sampling: {" + YamlMap(&SamplingParams(), spec.sampling) + "}\n";
+  out += "graph:\n";
+  for (const SpecStep& step : spec.graph) {
+    if (step.op == nullptr) continue;
+    std::string body = "in: " + Names(step.inputs) + ", out: " + Names(step.outputs);
+    std::string params = YamlMap(&step.op->params, step.params);
+    if (!params.empty()) body += ", " + params;
+    out += "  - " + step.op->name + ": {" + body + "}\n";
+  }
+  if (spec.batch.op != nullptr) {
+    out += "batch: {" + YamlMap(&spec.batch.op->params, spec.batch.params) + "}\n";
+  }
+  if (!spec.output.empty()) out += "output: {" + YamlMap(&OutputParams(), spec.output) + "}\n";
+  return out;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,93 @@
+// `sluice`: the command-line entry point. Dispatches to one function per verb
+// (cli.h); `sluice help` lists them.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/cli.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "unknown"
+#endif
+
+namespace sluice::cli {
+
+std::string UsageText() {
+  return R"(usage: sluice <command> [options]
+
+commands:
+  compile SPEC [--emit=ir | --emit=ir-after=PASS | --emit=spec] [-o PLAN]
+      Parse and check SPEC, build the IR and run the compiler passes.
+      Diagnostics go to stderr; any error exits with status 1.
+        --emit=ir             print the IR after all passes to stdout
+        --emit=ir-after=PASS  print the IR after pass PASS (passes: see `sluice passes`)
+        --emit=spec           print the validated spec, defaults explicit, as YAML
+        -o PLAN               write the plan artifact: NOT IMPLEMENTED YET (exits 2;
+                              issue: fused kernels and plan artifact)
+      With neither --emit nor -o, prints a one-line summary.
+  schema [-o FILE]
+      Write the pipeline spec's JSON Schema (draft 2020-12), generated from the
+      op registry, to stdout or FILE.
+  ops [--markdown] [--splice FILE]
+      List the ops (name, class, one-line doc); with --markdown write the op
+      reference; with --splice also replace the generated section of FILE
+      (between its BEGIN/END GENERATED markers) instead of printing.
+  passes
+      List the compiler passes in the order they run.
+  help, --help, -h    this text
+  --version           print the version
+
+exit status: 0 ok, 1 errors in the spec, 2 usage error or not implemented.
+)";
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << "sluice: error: " << message << "\n"
+            << "run `sluice help` for usage\n";
+  return 2;
+}
+
+bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string& value,
+               std::string& error) {
+  const std::string& arg = args[i];
+  if (arg.size() > flag.size() && arg.starts_with(flag) && arg[flag.size()] == '=') {
+    value = arg.substr(flag.size() + 1);
+    return true;
+  }
+  if (arg != flag) return false;
+  if (i + 1 >= args.size()) {
+    error = "option " + flag + " needs a value";
+    return true;
+  }
+  value = args[++i];
+  return true;
+}
+
+int Passes(const Args& args);
+
+}  // namespace sluice::cli
+
+int main(int argc, char** argv) {
+  using namespace sluice::cli;
+  Args args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << UsageText();
+    return 2;
+  }
+  std::string verb = args.front();
+  Args rest(args.begin() + 1, args.end());
+  if (verb == "help" || verb == "--help" || verb == "-h") {
+    std::cout << UsageText();
+    return 0;
+  }
+  if (verb == "--version" || verb == "version") {
+    std::cout << "sluice " << SLUICE_VERSION << "\n";
+    return 0;
+  }
+  if (verb == "compile") return Compile(rest);
+  if (verb == "schema") return Schema(rest);
+  if (verb == "ops") return Ops(rest);
+  if (verb == "passes") return Passes(rest);
+  if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
+  return UsageError("unknown command `" + verb + "`; commands: compile, schema, ops, passes, help");
+}
