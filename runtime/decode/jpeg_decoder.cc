@@ -1,0 +1,276 @@
+#include "runtime/decode/jpeg_decoder.h"
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <cstring>
+#include <string>
+
+#include <jerror.h>
+#include <jpeglib.h>
+
+namespace sluice::runtime {
+namespace {
+
+// Progressive files with more scans than this are rejected: a crafted file can
+// otherwise make decoding take minutes (libjpeg-turbo's known scan-count DoS).
+constexpr int kMaxScans = 1000;
+// Columns decoded beyond each side of the crop (in scaled pixels, before iMCU
+// alignment). Fancy upsampling of subsampled chroma reads one neighbouring
+// sample; with a margin the crop's own pixels equal a full decode's.
+constexpr int kEdgeMargin = 16;
+
+// libjpeg error manager whose fatal path longjmps back to the caller.
+// Plain data only: the frames longjmp unwinds hold no C++ objects.
+struct ErrorMgr {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  int warnings;
+  bool premature_end;
+  char first_warning[JMSG_LENGTH_MAX];
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void ErrorExit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+void EmitMessage(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0) return;  // trace messages
+  auto* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
+  if (err->warnings == 0) (*cinfo->err->format_message)(cinfo, err->first_warning);
+  ++err->warnings;
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) err->premature_end = true;
+}
+
+void OutputMessage(j_common_ptr) {}
+
+void ProgressMonitor(j_common_ptr cinfo) {
+  if (!cinfo->is_decompressor) return;
+  auto* dinfo = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (dinfo->input_scan_number > kMaxScans) {
+    auto* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
+    std::snprintf(err->message, sizeof(err->message), "more than %d progressive scans",
+                  kMaxScans);
+    std::longjmp(err->jump, 1);
+  }
+}
+
+struct Decompressor {
+  jpeg_decompress_struct cinfo;
+  ErrorMgr err;
+  jpeg_progress_mgr progress;
+};
+
+// Sets up the error manager and progress monitor. Call before
+// jpeg_create_decompress.
+void InitErrorHandling(Decompressor& d) {
+  jpeg_std_error(&d.err.pub);
+  d.err.pub.error_exit = ErrorExit;
+  d.err.pub.emit_message = EmitMessage;
+  d.err.pub.output_message = OutputMessage;
+  d.err.warnings = 0;
+  d.err.premature_end = false;
+  d.err.first_warning[0] = '\0';
+  d.err.message[0] = '\0';
+  d.cinfo.err = &d.err.pub;
+  d.progress.progress_monitor = ProgressMonitor;
+}
+
+JpegColorSpace ToColorSpace(J_COLOR_SPACE cs) {
+  switch (cs) {
+    case JCS_GRAYSCALE: return JpegColorSpace::kGray;
+    case JCS_YCbCr: return JpegColorSpace::kYCbCr;
+    case JCS_RGB: return JpegColorSpace::kRGB;
+    case JCS_CMYK: return JpegColorSpace::kCMYK;
+    case JCS_YCCK: return JpegColorSpace::kYCCK;
+    default: return JpegColorSpace::kUnknown;
+  }
+}
+
+// Outcome of the libjpeg-calling body; on anything but kOk, `message` in the
+// error manager says why.
+enum class BodyStatus { kOk, kCorrupt, kBadRequest };
+
+inline uint8_t Mul255(int a, int b) { return static_cast<uint8_t>((a * b + 127) / 255); }
+
+// Converts one row of CMYK (Adobe-inverted when `inverted`) to RGB or gray.
+void ConvertCmykRow(const uint8_t* in, uint8_t* out, int width, bool inverted, bool gray) {
+  for (int x = 0; x < width; ++x, in += 4) {
+    int c = in[0], m = in[1], y = in[2], k = in[3];
+    if (!inverted) c = 255 - c, m = 255 - m, y = 255 - y, k = 255 - k;
+    uint8_t r = Mul255(c, k), g = Mul255(m, k), b = Mul255(y, k);
+    if (gray) {
+      *out++ = static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+    } else {
+      *out++ = r;
+      *out++ = g;
+      *out++ = b;
+    }
+  }
+}
+
+// All libjpeg calls of a decode. It may longjmp out, so it creates no C++
+// objects with destructors; `out` is only resized (before any row is read).
+BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const DecodeRequest& req,
+                      ImageBuffer& out, DecodedRegion& region) {
+  j_decompress_ptr cinfo = &d.cinfo;
+  char* msg = d.err.message;
+  jpeg_mem_src(cinfo, data.data(), static_cast<unsigned long>(data.size()));
+  jpeg_read_header(cinfo, TRUE);
+
+  const int64_t w = cinfo->image_width, h = cinfo->image_height;
+  if (w > kMaxJpegSide || h > kMaxJpegSide || w * h > kMaxJpegPixels) {
+    std::snprintf(msg, JMSG_LENGTH_MAX, "image %lldx%lld exceeds the decoder's limit (%d per side, %lld pixels)",
+                  static_cast<long long>(w), static_cast<long long>(h), kMaxJpegSide,
+                  static_cast<long long>(kMaxJpegPixels));
+    return BodyStatus::kCorrupt;
+  }
+
+  PixelRect crop{0, 0, static_cast<int>(w), static_cast<int>(h)};
+  if (req.crop) {
+    crop = *req.crop;
+    if (crop.width <= 0 || crop.height <= 0 || crop.x < 0 || crop.y < 0 ||
+        int64_t{crop.x} + crop.width > w || int64_t{crop.y} + crop.height > h) {
+      std::snprintf(msg, JMSG_LENGTH_MAX, "crop (x=%d y=%d w=%d h=%d) is not inside the %lldx%lld image",
+                    crop.x, crop.y, crop.width, crop.height, static_cast<long long>(w),
+                    static_cast<long long>(h));
+      return BodyStatus::kBadRequest;
+    }
+  }
+
+  int denom = 1;
+  if (req.min_width > 0 || req.min_height > 0) {
+    for (int d8 : {8, 4, 2}) {
+      if (int64_t{crop.width} >= int64_t{req.min_width} * d8 &&
+          int64_t{crop.height} >= int64_t{req.min_height} * d8) {
+        denom = d8;
+        break;
+      }
+    }
+  }
+
+  const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
+  const bool gray = req.color == OutputColor::kGray;
+  cinfo->out_color_space = cmyk ? JCS_CMYK : (gray ? JCS_GRAYSCALE : JCS_RGB);
+  cinfo->scale_num = 1;
+  cinfo->scale_denom = static_cast<unsigned>(denom);
+  cinfo->dct_method = req.fast_dct ? JDCT_IFAST : JDCT_ISLOW;
+  cinfo->do_fancy_upsampling = TRUE;
+  cinfo->progress = &d.progress;
+
+  jpeg_start_decompress(cinfo);
+  const int sw = static_cast<int>(cinfo->output_width);
+  const int sh = static_cast<int>(cinfo->output_height);
+
+  // The crop in scaled coordinates, widened to whole pixels.
+  const int sx0 = crop.x / denom, sy0 = crop.y / denom;
+  const int sx1 = std::min(sw, (crop.x + crop.width + denom - 1) / denom);
+  const int sy1 = std::min(sh, (crop.y + crop.height + denom - 1) / denom);
+
+  JDIMENSION xoff = static_cast<JDIMENSION>(std::max(0, sx0 - kEdgeMargin));
+  JDIMENSION cw = static_cast<JDIMENSION>(std::min(sw, sx1 + kEdgeMargin)) - xoff;
+  if (xoff > 0 || static_cast<int>(cw) < sw) jpeg_crop_scanline(cinfo, &xoff, &cw);
+  // Rows: libjpeg-turbo's skip keeps the upsampling context, so no margin.
+  const int y0 = sy0, y1 = sy1;
+  if (y0 > 0) {
+    JDIMENSION skipped = jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y0));
+    if (static_cast<int>(skipped) != y0) {
+      std::snprintf(msg, JMSG_LENGTH_MAX, "could not skip to row %d", y0);
+      return BodyStatus::kCorrupt;
+    }
+  }
+
+  const int ow = static_cast<int>(cinfo->output_width);  // == cw after cropping
+  const int channels = gray ? 1 : 3;
+  out.Reset(ow, y1 - y0, channels);
+
+  JSAMPARRAY tmp = nullptr;
+  if (cmyk) {
+    tmp = (*cinfo->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(cinfo), JPOOL_IMAGE,
+                                      static_cast<JDIMENSION>(ow) * 4, 1);
+  }
+  const bool inverted = cinfo->saw_Adobe_marker;
+  while (static_cast<int>(cinfo->output_scanline) < y1) {
+    uint8_t* dst = out.row(static_cast<int>(cinfo->output_scanline) - y0);
+    JSAMPROW row = cmyk ? tmp[0] : dst;
+    if (jpeg_read_scanlines(cinfo, &row, 1) != 1) {
+      std::snprintf(msg, JMSG_LENGTH_MAX, "decoder returned no row %u", cinfo->output_scanline);
+      return BodyStatus::kCorrupt;
+    }
+    if (cmyk) ConvertCmykRow(tmp[0], dst, ow, inverted, gray);
+  }
+  jpeg_abort_decompress(cinfo);
+
+  region.scale_denom = denom;
+  region.scaled_width = sw;
+  region.scaled_height = sh;
+  region.decoded = PixelRect{static_cast<int>(xoff), y0, ow, y1 - y0};
+  region.crop_x = static_cast<double>(crop.x) / denom - region.decoded.x;
+  region.crop_y = static_cast<double>(crop.y) / denom - region.decoded.y;
+  region.crop_width = static_cast<double>(crop.width) / denom;
+  region.crop_height = static_cast<double>(crop.height) / denom;
+  region.crop_in_buffer = PixelRect{sx0 - region.decoded.x, sy0 - y0, sx1 - sx0, sy1 - sy0};
+  return BodyStatus::kOk;
+}
+
+}  // namespace
+
+bool LooksLikeJpeg(std::span<const uint8_t> data) {
+  return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+Result<JpegInfo> ReadJpegHeader(std::span<const uint8_t> data) {
+  Decompressor d;
+  InitErrorHandling(d);
+  if (setjmp(d.err.jump)) {
+    jpeg_destroy_decompress(&d.cinfo);
+    return MakeError(ErrorCode::kCorruptData, std::string("JPEG header: ") + d.err.message);
+  }
+  jpeg_create_decompress(&d.cinfo);
+  jpeg_mem_src(&d.cinfo, data.data(), static_cast<unsigned long>(data.size()));
+  jpeg_read_header(&d.cinfo, TRUE);
+  JpegInfo info;
+  info.width = static_cast<int>(d.cinfo.image_width);
+  info.height = static_cast<int>(d.cinfo.image_height);
+  info.components = d.cinfo.num_components;
+  info.colorspace = ToColorSpace(d.cinfo.jpeg_color_space);
+  info.progressive = d.cinfo.progressive_mode;
+  const bool premature = d.err.premature_end;
+  jpeg_destroy_decompress(&d.cinfo);
+  if (premature) return MakeError(ErrorCode::kCorruptData, "JPEG header: premature end of data");
+  return info;
+}
+
+Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequest& request,
+                                 ImageBuffer& out) {
+  Decompressor d;
+  InitErrorHandling(d);
+  DecodedRegion region;
+  volatile BodyStatus status = BodyStatus::kCorrupt;
+  if (setjmp(d.err.jump) == 0) {
+    jpeg_create_decompress(&d.cinfo);
+    status = DecodeBody(d, data, request, out, region);
+  }
+  // Reached normally or by longjmp (status then still kCorrupt).
+  jpeg_destroy_decompress(&d.cinfo);
+  if (status == BodyStatus::kBadRequest) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string("JPEG decode: ") + d.err.message);
+  }
+  if (status != BodyStatus::kOk) {
+    return MakeError(ErrorCode::kCorruptData, std::string("JPEG decode: ") + d.err.message);
+  }
+  if (d.err.premature_end) {
+    return MakeError(ErrorCode::kCorruptData, "JPEG decode: premature end of data");
+  }
+  if (request.fail_on_warning && d.err.warnings > 0) {
+    return MakeError(ErrorCode::kCorruptData,
+                     std::string("JPEG decode: warning: ") + d.err.first_warning);
+  }
+  region.warnings = d.err.warnings;
+  return region;
+}
+
+}  // namespace sluice::runtime

@@ -1,0 +1,143 @@
+#include "runtime/sources/file_list_source.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+
+#include "runtime/sources/file_reader.h"
+
+namespace sluice::runtime {
+namespace fs = std::filesystem;
+
+bool SplitDelimitedLine(std::string_view line, char delimiter, std::vector<std::string>& fields) {
+  fields.clear();
+  std::string field;
+  size_t i = 0;
+  const size_t n = line.size();
+  while (true) {
+    field.clear();
+    if (i < n && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < n) {
+        if (line[i] == '"') {
+          if (i + 1 < n && line[i + 1] == '"') {
+            field.push_back('"');
+            i += 2;
+          } else {
+            ++i;
+            closed = true;
+            break;
+          }
+        } else {
+          field.push_back(line[i++]);
+        }
+      }
+      if (!closed) return false;
+      // Anything between the closing quote and the delimiter is kept verbatim.
+      while (i < n && line[i] != delimiter) field.push_back(line[i++]);
+    } else {
+      while (i < n && line[i] != delimiter) field.push_back(line[i++]);
+    }
+    fields.push_back(field);
+    if (i >= n) break;
+    ++i;  // the delimiter; a trailing delimiter yields a final empty field
+  }
+  return true;
+}
+
+Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& list_path,
+                                                             const SourceOptions& options) {
+  std::vector<uint8_t> bytes;
+  auto size = ReadWholeFile(list_path, bytes);
+  if (!size) return std::unexpected(size.error());
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), *size);
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 BOM
+
+  fs::path base = fs::path(list_path).parent_path();
+  auto where = [&](int line) { return SourceMark{list_path, line, 1}; };
+
+  std::unique_ptr<FileListSource> src(new FileListSource());
+  std::vector<std::string> fields;
+  int line_no = 0;
+  bool have_header = false;
+  char delimiter = ',';
+  size_t path_col = 0, label_col = 0, min_fields = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+
+    if (!have_header) {
+      delimiter = line.find('\t') != std::string_view::npos ? '\t' : ',';
+      if (!SplitDelimitedLine(line, delimiter, fields)) {
+        return MakeError(ErrorCode::kInvalidSpec, "unterminated quote in header", {},
+                         where(line_no));
+      }
+      bool found_path = false, found_label = false;
+      for (size_t c = 0; c < fields.size(); ++c) {
+        if (!found_path && fields[c] == options.path_column) path_col = c, found_path = true;
+        if (!found_label && fields[c] == options.label_column) label_col = c, found_label = true;
+      }
+      if (!found_path || !found_label) {
+        return MakeError(ErrorCode::kInvalidSpec,
+                         "file list header has no '" +
+                             (found_path ? options.label_column : options.path_column) +
+                             "' column",
+                         "the first line must name the columns, e.g. '" + options.path_column +
+                             (delimiter == '\t' ? "\\t" : ",") + options.label_column + "'",
+                         where(line_no));
+      }
+      min_fields = std::max(path_col, label_col) + 1;
+      have_header = true;
+      continue;
+    }
+
+    if (!SplitDelimitedLine(line, delimiter, fields)) {
+      return MakeError(ErrorCode::kInvalidSpec, "unterminated quote", {}, where(line_no));
+    }
+    if (fields.size() < min_fields) {
+      return MakeError(ErrorCode::kInvalidSpec,
+                       "row has " + std::to_string(fields.size()) + " fields, expected at least " +
+                           std::to_string(min_fields),
+                       {}, where(line_no));
+    }
+    const std::string& p = fields[path_col];
+    if (p.empty()) return MakeError(ErrorCode::kInvalidSpec, "empty path", {}, where(line_no));
+    std::string_view l = fields[label_col];
+    while (!l.empty() && l.front() == ' ') l.remove_prefix(1);
+    while (!l.empty() && l.back() == ' ') l.remove_suffix(1);
+    int64_t label = 0;
+    auto [ptr, ec] = std::from_chars(l.data(), l.data() + l.size(), label);
+    if (l.empty() || ec != std::errc() || ptr != l.data() + l.size()) {
+      return MakeError(ErrorCode::kInvalidSpec,
+                       "label '" + fields[label_col] + "' is not an integer", {}, where(line_no));
+    }
+    fs::path fp(p);
+    src->paths_.push_back(fp.is_absolute() ? p : (base / fp).string());
+    src->labels_.push_back(label);
+  }
+  if (!have_header) {
+    return MakeError(ErrorCode::kInvalidArgument, "file list '" + list_path + "' is empty");
+  }
+  if (src->paths_.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "file list '" + list_path + "' has no rows");
+  }
+  return src;
+}
+
+Result<size_t> FileListSource::Read(size_t i, std::vector<uint8_t>& buffer) const {
+  if (i >= paths_.size()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "sample index " + std::to_string(i) + " out of range (size " +
+                         std::to_string(paths_.size()) + ")");
+  }
+  return ReadWholeFile(paths_[i], buffer);
+}
+
+}  // namespace sluice::runtime

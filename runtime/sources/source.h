@@ -1,0 +1,57 @@
+// Sample sources: an indexed collection of (encoded payload, label) pairs.
+//
+// A Source is built once (it lists its samples eagerly, sorted, so indices are
+// stable across runs and machines) and then only read. Every method is const
+// and thread-safe; Read() uses no shared state, so any number of fetch tasks
+// may call it at once with their own buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/result.h"
+
+namespace sluice::runtime {
+
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  // Number of samples; indices are [0, size()).
+  virtual size_t size() const = 0;
+  // Path of sample i as it is opened (absolute or relative to the process
+  // working directory, as given to the source). i < size().
+  virtual const std::string& path(size_t i) const = 0;
+  // Integer label of sample i. i < size().
+  virtual int64_t label(size_t i) const = 0;
+  // Names of the classes for label values 0..K-1, when the source knows them
+  // (image_folder: the subfolder names). May be empty.
+  virtual const std::vector<std::string>& class_names() const = 0;
+
+  // Reads sample i's whole file into `buffer` (grown only when too small, never
+  // shrunk) and returns its byte count n; buffer[0, n) is the payload.
+  // Errors: kNotFound / kIo naming the path; kInvalidArgument for i >= size().
+  virtual Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const = 0;
+};
+
+struct SourceOptions {
+  // file_list: names of the header columns holding the path and the label.
+  std::string path_column = "path";
+  std::string label_column = "label";
+  // image_folder: accepted file extensions, lower case with the dot; matched
+  // case-insensitively.
+  std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};
+};
+
+// Opens a source by its spec format name: "image_folder" (path = root folder)
+// or "file_list" (path = a .csv/.tsv list). `path` is already resolved (no
+// ${VAR} left). Errors: kInvalidArgument for an unknown format, else the
+// errors of the chosen source's Open.
+Result<std::unique_ptr<Source>> OpenSource(std::string_view format, const std::string& path,
+                                           const SourceOptions& options = {});
+
+}  // namespace sluice::runtime
