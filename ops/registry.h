@@ -80,6 +80,23 @@ std::vector<const OpDef*> OpsOfClass(OpClass op_class);
 const std::vector<ParamDef>& SamplingParams();
 const std::vector<ParamDef>& OutputParams();
 
+// Cross-parameter checks of the `sampling:` and `output:` sections (the
+// per-parameter type/range checks are generic, as for ops). Params have their
+// defaults filled. Sampling: explicit rank must be < explicit world_size, and
+// rank/world_size are not allowed with `sharding: none`. Output: `device` must
+// pass CheckDeviceString.
+std::vector<ParamIssue> CheckSamplingParams(const ParamList& params);
+std::vector<ParamIssue> CheckOutputParams(const ParamList& params);
+
+// Accepts "auto", "cpu", "cuda" and "cuda:N" (N a non-negative decimal integer).
+// The error (kInvalidSpec) says what was given and lists the accepted forms.
+Status CheckDeviceString(const std::string& device);
+
+// `params` with every missing parameter that has a default in `defs` filled in,
+// recursively for kSection fields (a missing section with defaulted fields is
+// created). Required parameters that are missing stay missing.
+ParamList WithDefaults(const std::vector<ParamDef>& defs, ParamList params);
+
 // The closest name to `name` among `candidates` by edit distance, or "" when
 // nothing is close enough to be a plausible typo.
 std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates);

@@ -1,0 +1,292 @@
+// Geometry ops (class resample): resize, center_crop, crop, random_resized_crop,
+// random_flip, pad. All take and give an HWC image (uint8 or float) and keep its
+// dtype and channel count; results on uint8 are rounded half-to-even and clamped.
+//
+// Reference semantics follow torchvision (v0.15+, tensor path, antialias=True),
+// see ops/reference/resample.h for the filters.
+#include "ops/families.h"
+
+namespace sluice {
+namespace {
+
+using namespace ops_internal;
+
+const std::vector<std::string> kInterpolations = {"bilinear", "bicubic", "area", "nearest"};
+
+ParamDef SizeParam(std::string doc) {
+  return ParamDef{.name = "size",
+                  .type = ParamType::kIntList,
+                  .doc = std::move(doc),
+                  .required = true,
+                  .min = 1,
+                  .list_lengths = {1, 2}};
+}
+
+ParamDef InterpolationParam() {
+  return ParamDef{.name = "interpolation",
+                  .type = ParamType::kEnum,
+                  .doc = "Resampling filter: bilinear (triangle), bicubic (Keys, a = -0.5), "
+                         "area (box) or nearest.",
+                  .default_value = VStr("bilinear"),
+                  .choices = kInterpolations};
+}
+
+ParamDef AntialiasParam() {
+  return ParamDef{.name = "antialias",
+                  .type = ParamType::kBool,
+                  .doc = "Widen the filter by the downscaling factor (as PIL and torchvision "
+                         "antialias=True) so shrinking does not alias.",
+                  .default_value = VBool(true)};
+}
+
+// The input image type of a single-input geometry op, checked.
+Result<TensorType> GeometryInput(std::string_view op, std::span<const TensorType> inputs) {
+  SLUICE_RETURN_IF_ERROR(ExpectNumInputs(op, inputs, 1));
+  SLUICE_RETURN_IF_ERROR(ExpectHWCImage(op, inputs[0]));
+  return inputs[0];
+}
+
+Result<std::vector<TensorType>> WithHW(const TensorType& in, int64_t h, int64_t w) {
+  TensorType out = in;
+  out.dims[0] = h;
+  out.dims[1] = w;
+  return std::vector<TensorType>{out};
+}
+
+}  // namespace
+
+void RegisterGeometryOps(std::vector<OpDef>& ops) {
+  // ---- resize ---------------------------------------------------------------
+  ops.push_back(OpDef{
+      .name = "resize",
+      .op_class = OpClass::kResample,
+      .doc = "Resizes the image: size [h, w] gives an exact size; size [s] scales the shorter "
+             "side to s keeping the aspect ratio (long side = int(s * long / short)), as "
+             "torchvision.transforms.Resize.",
+      .params =
+          {
+              SizeParam("[h, w] exact output size, or [s] (or s) for the shorter side."),
+              InterpolationParam(),
+              AntialiasParam(),
+              ParamDef{.name = "max_size",
+                       .type = ParamType::kInt,
+                       .doc = "With a one-value size: cap on the longer side; the shorter side "
+                              "shrinks to keep the aspect ratio.",
+                       .min = 1},
+          },
+      .check = [](const ParamList& p) {
+        std::vector<ParamIssue> issues;
+        const auto& size = P(p, "size").AsIntList();
+        if (const ParamValue* max_size = FindParam(p, "max_size")) {
+          if (size.size() != 1) {
+            issues.push_back({"max_size", "max_size only applies when size is one value",
+                              "remove max_size, or give size as one value (the shorter side)"});
+          } else if (max_size->AsInt() <= size[0]) {
+            issues.push_back({"max_size",
+                              "max_size " + std::to_string(max_size->AsInt()) +
+                                  " must be greater than size " + std::to_string(size[0]),
+                              "raise max_size or lower size"});
+          }
+        }
+        return issues;
+      },
+      .infer = [](std::span<const TensorType> inputs,
+                  const ParamList& p) -> Result<std::vector<TensorType>> {
+        auto in = GeometryInput("resize", inputs);
+        if (!in) return std::unexpected(in.error());
+        const auto& size = P(p, "size").AsIntList();
+        if (size.size() == 1) return WithHW(*in, kDynamic, kDynamic);
+        return WithHW(*in, size[0], size[1]);
+      },
+  });
+
+  // ---- center_crop ----------------------------------------------------------
+  ops.push_back(OpDef{
+      .name = "center_crop",
+      .op_class = OpClass::kResample,
+      .doc = "Takes the central [h, w] region; an image smaller than that is first padded "
+             "with zeros on both sides, as torchvision.transforms.CenterCrop.",
+      .params = {SizeParam("[h, w] output size, or [s] (or s) for a square.")},
+      .infer = [](std::span<const TensorType> inputs,
+                  const ParamList& p) -> Result<std::vector<TensorType>> {
+        auto in = GeometryInput("center_crop", inputs);
+        if (!in) return std::unexpected(in.error());
+        auto [h, w] = SizeHW(P(p, "size").AsIntList());
+        return WithHW(*in, h, w);
+      },
+  });
+
+  // ---- crop -----------------------------------------------------------------
+  ops.push_back(OpDef{
+      .name = "crop",
+      .op_class = OpClass::kResample,
+      .doc = "Takes the fixed region at (top, left) of size height x width; parts of the "
+             "region outside the image are zeros, as torchvision.transforms.functional.crop.",
+      .params =
+          {
+              ParamDef{.name = "top",
+                       .type = ParamType::kInt,
+                       .doc = "Row of the region's top edge.",
+                       .required = true,
+                       .min = 0},
+              ParamDef{.name = "left",
+                       .type = ParamType::kInt,
+                       .doc = "Column of the region's left edge.",
+                       .required = true,
+                       .min = 0},
+              ParamDef{.name = "height",
+                       .type = ParamType::kInt,
+                       .doc = "Rows in the region (the output height).",
+                       .required = true,
+                       .min = 1},
+              ParamDef{.name = "width",
+                       .type = ParamType::kInt,
+                       .doc = "Columns in the region (the output width).",
+                       .required = true,
+                       .min = 1},
+          },
+      .infer = [](std::span<const TensorType> inputs,
+                  const ParamList& p) -> Result<std::vector<TensorType>> {
+        auto in = GeometryInput("crop", inputs);
+        if (!in) return std::unexpected(in.error());
+        return WithHW(*in, P(p, "height").AsInt(), P(p, "width").AsInt());
+      },
+  });
+
+  // ---- random_resized_crop --------------------------------------------------
+  ops.push_back(OpDef{
+      .name = "random_resized_crop",
+      .op_class = OpClass::kResample,
+      .doc = "Crops a random region (area fraction from `scale`, aspect ratio log-uniform in "
+             "`ratio`) and resizes it to `size`, exactly as torchvision RandomResizedCrop.",
+      .params =
+          {
+              SizeParam("[h, w] output size, or [s] (or s) for a square."),
+              ParamDef{.name = "scale",
+                       .type = ParamType::kFloatList,
+                       .doc = "[lo, hi] range of the crop's area as a fraction of the image.",
+                       .default_value = VFloats({0.08, 1.0}),
+                       .min = 0.0,
+                       .max = 1.0,
+                       .list_lengths = {2}},
+              ParamDef{.name = "ratio",
+                       .type = ParamType::kFloatList,
+                       .doc = "[lo, hi] range of the crop's aspect ratio (width / height), "
+                              "sampled log-uniformly.",
+                       .default_value = VFloats({0.75, 1.3333333333333333}),
+                       .min = 0.0,
+                       .list_lengths = {2}},
+              InterpolationParam(),
+              AntialiasParam(),
+          },
+      .random = true,
+      .check = [](const ParamList& p) {
+        std::vector<ParamIssue> issues;
+        const auto& scale = P(p, "scale").AsFloatList();
+        const auto& ratio = P(p, "ratio").AsFloatList();
+        if (scale.size() == 2 && scale[0] > scale[1]) {
+          issues.push_back({"scale", "scale bounds are reversed: " + FloatsText(scale),
+                            "write the smaller bound first: " +
+                                FloatsText({scale[1], scale[0]})});
+        } else if (scale.size() == 2 && scale[1] <= 0) {
+          issues.push_back({"scale", "scale upper bound must be greater than 0, got " +
+                                         FloatsText(scale),
+                            "use a range such as [0.08, 1.0]"});
+        }
+        if (ratio.size() == 2 && (ratio[0] <= 0 || ratio[1] <= 0)) {
+          issues.push_back({"ratio", "ratio bounds must be greater than 0, got " +
+                                         FloatsText(ratio),
+                            "use a range such as [0.75, 1.3333]"});
+        } else if (ratio.size() == 2 && ratio[0] > ratio[1]) {
+          issues.push_back({"ratio", "ratio bounds are reversed: " + FloatsText(ratio),
+                            "write the smaller bound first: " +
+                                FloatsText({ratio[1], ratio[0]})});
+        }
+        return issues;
+      },
+      .infer = [](std::span<const TensorType> inputs,
+                  const ParamList& p) -> Result<std::vector<TensorType>> {
+        auto in = GeometryInput("random_resized_crop", inputs);
+        if (!in) return std::unexpected(in.error());
+        auto [h, w] = SizeHW(P(p, "size").AsIntList());
+        return WithHW(*in, h, w);
+      },
+  });
+
+  // ---- random_flip ----------------------------------------------------------
+  ops.push_back(OpDef{
+      .name = "random_flip",
+      .op_class = OpClass::kResample,
+      .doc = "Mirrors the image left-right with probability `horizontal` and, independently, "
+             "top-bottom with probability `vertical`.",
+      .params =
+          {
+              ParamDef{.name = "horizontal",
+                       .type = ParamType::kFloat,
+                       .doc = "Probability of a left-right flip.",
+                       .default_value = VFloat(0.5),
+                       .min = 0.0,
+                       .max = 1.0},
+              ParamDef{.name = "vertical",
+                       .type = ParamType::kFloat,
+                       .doc = "Probability of a top-bottom flip.",
+                       .default_value = VFloat(0.0),
+                       .min = 0.0,
+                       .max = 1.0},
+          },
+      .random = true,
+      .infer = [](std::span<const TensorType> inputs,
+                  const ParamList&) -> Result<std::vector<TensorType>> {
+        auto in = GeometryInput("random_flip", inputs);
+        if (!in) return std::unexpected(in.error());
+        return std::vector<TensorType>{*in};
+      },
+  });
+
+  // ---- pad ------------------------------------------------------------------
+  ops.push_back(OpDef{
+      .name = "pad",
+      .op_class = OpClass::kResample,
+      .doc = "Pads the borders, as torchvision.transforms.Pad: padding [p] on all sides, "
+             "[left/right, top/bottom], or [left, top, right, bottom].",
+      .params =
+          {
+              ParamDef{.name = "padding",
+                       .type = ParamType::kIntList,
+                       .doc = "Pixels to add: [all], [left/right, top/bottom] or [left, top, "
+                              "right, bottom].",
+                       .required = true,
+                       .min = 0,
+                       .list_lengths = {1, 2, 4}},
+              ParamDef{.name = "fill",
+                       .type = ParamType::kFloat,
+                       .doc = "Value of every channel of added pixels with mode: constant.",
+                       .default_value = VFloat(0.0)},
+              ParamDef{.name = "mode",
+                       .type = ParamType::kEnum,
+                       .doc = "constant (fill), edge (repeat the border pixel) or reflect "
+                              "(mirror without repeating the border; padding < image size).",
+                       .default_value = VStr("constant"),
+                       .choices = {"constant", "edge", "reflect"}},
+          },
+      .infer = [](std::span<const TensorType> inputs,
+                  const ParamList& p) -> Result<std::vector<TensorType>> {
+        auto in = GeometryInput("pad", inputs);
+        if (!in) return std::unexpected(in.error());
+        const auto ltrb = PadLTRB(P(p, "padding").AsIntList());
+        const int64_t h = in->dims[0], w = in->dims[1];
+        if (P(p, "mode").AsString() == "reflect" &&
+            ((h != kDynamic && std::max(ltrb[1], ltrb[3]) >= h) ||
+             (w != kDynamic && std::max(ltrb[0], ltrb[2]) >= w))) {
+          return MakeError(ErrorCode::kInvalidSpec,
+                           "`pad` with mode: reflect needs padding smaller than the image, got "
+                           "padding " + P(p, "padding").ToString() + " for " + in->ToString(),
+                           "use mode: edge, or pad less");
+        }
+        return WithHW(*in, h == kDynamic ? kDynamic : h + ltrb[1] + ltrb[3],
+                      w == kDynamic ? kDynamic : w + ltrb[0] + ltrb[2]);
+      },
+  });
+}
+
+}  // namespace sluice
