@@ -16,9 +16,12 @@ namespace {
 // otherwise make decoding take minutes (libjpeg-turbo's known scan-count DoS).
 constexpr int kMaxScans = 1000;
 // Columns decoded beyond each side of the crop (in scaled pixels, before iMCU
-// alignment). Fancy upsampling of subsampled chroma reads one neighbouring
-// sample; with a margin the crop's own pixels equal a full decode's.
-constexpr int kEdgeMargin = 16;
+// alignment). Fancy upsampling of 2x-subsampled chroma reads the neighbouring
+// chroma sample, and at the buffer's edge that neighbour is replicated, so the
+// outermost decoded column can differ from a full decode; one pixel of margin
+// keeps the crop's own pixels identical (tests check 4:4:4, 4:2:2, 4:2:0,
+// progressive, at every scale). Four is cheap and leaves slack.
+constexpr int kEdgeMargin = 4;
 
 // libjpeg error manager whose fatal path longjmps back to the caller.
 // Plain data only: the frames longjmp unwinds hold no C++ objects.

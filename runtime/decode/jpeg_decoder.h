@@ -75,7 +75,9 @@ struct DecodedRegion {
   int scaled_height = 0;  // ceil(height / d)
   // The pixels the output buffer holds, in scaled-image coordinates; the
   // buffer is decoded.width x decoded.height. Columns may extend beyond the
-  // crop (iMCU alignment).
+  // crop (iMCU alignment plus a small margin); the crop's own pixels equal
+  // those of a whole-image decode at the same scale, bit for bit, while the
+  // outermost margin columns may differ slightly.
   PixelRect decoded;
   // The requested crop mapped into the buffer, in (possibly fractional) buffer
   // pixels: the crop's full-resolution edges divided by d, minus decoded.x/y.
