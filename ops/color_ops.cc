@@ -2,7 +2,11 @@
 // float images in either layout and keep the dtype. Value range: uint8 images
 // are in [0, 255]; float images are taken to be in [0, 1] (torchvision's
 // convention), and results are clamped to that range.
+#include <algorithm>
+#include <array>
+
 #include "ops/families.h"
+#include "ops/random.h"
 
 namespace sluice {
 namespace {
@@ -32,6 +36,96 @@ ParamDef JitterParam(std::string name, std::string what) {
                   .min = 0.0};
 }
 
+// ITU-R 601 luma of pixel (y, x); a 1-channel image is its own luma.
+double Luma(const RefTensor& t, int64_t y, int64_t x) {
+  if (t.channels() == 1) return t.at(y, x, 0);
+  return 0.299 * t.at(y, x, 0) + 0.587 * t.at(y, x, 1) + 0.114 * t.at(y, x, 2);
+}
+
+Status RefColorInput(std::string_view op, const RefTensor& in) {
+  std::array<TensorType, 1> types = {in.type};
+  auto t = ColorInput(op, types);
+  if (!t) return std::unexpected(t.error());
+  return Ok();
+}
+
+// Reference: factors drawn in a fixed order, always all three:
+//   fb = rng.Uniform(max(0, 1 - brightness), 1 + brightness), then fc (contrast), then fs
+//   (saturation) likewise. Then, per pixel value v in [0, B] (B = 255 for uint8, 1 for
+//   float), each step clamped to [0, B] as torchvision:
+//   brightness: v = fb * v
+//   contrast:   v = fc * v + (1 - fc) * m, m = mean luma of the whole image (after brightness)
+//   saturation: v = fs * v + (1 - fs) * luma(pixel) (3-channel images only)
+// uint8 is rounded (half to even) once at the end; torchvision truncates after each step.
+Result<RefTensor> ColorJitterRef(const RefTensor& in, const ParamList& p, RefContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(RefColorInput("color_jitter", in));
+  if (!ctx.rng) return MakeError(ErrorCode::kInternal, "color_jitter needs ctx.rng");
+  double factor[3];
+  const char* names[3] = {"brightness", "contrast", "saturation"};
+  for (int i = 0; i < 3; ++i) {
+    const double v = P(p, names[i]).AsFloat();
+    factor[i] = ctx.rng->Uniform(std::max(0.0, 1.0 - v), 1.0 + v);
+  }
+  const double bound = in.type.dtype == DType::kUInt8 ? 255.0 : 1.0;
+  auto clamp = [bound](double v) { return std::clamp(v, 0.0, bound); };
+  const int64_t h = in.height(), w = in.width(), c = in.channels();
+  // Working copy in double, HWC order whatever the input layout.
+  std::vector<double> v(static_cast<size_t>(h * w * c));
+  auto at = [&](int64_t y, int64_t x, int64_t ch) -> double& { return v[(y * w + x) * c + ch]; };
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      for (int64_t ch = 0; ch < c; ++ch) at(y, x, ch) = in.at(y, x, ch);
+    }
+  }
+  auto luma = [&](int64_t y, int64_t x) {
+    if (c == 1) return at(y, x, 0);
+    return 0.299 * at(y, x, 0) + 0.587 * at(y, x, 1) + 0.114 * at(y, x, 2);
+  };
+  for (double& e : v) e = clamp(factor[0] * e);
+  double mean = 0.0;
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) mean += luma(y, x);
+  }
+  mean /= static_cast<double>(h * w);
+  for (double& e : v) e = clamp(factor[1] * e + (1.0 - factor[1]) * mean);
+  if (c == 3) {
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        const double l = luma(y, x);
+        for (int64_t ch = 0; ch < 3; ++ch) {
+          at(y, x, ch) = clamp(factor[2] * at(y, x, ch) + (1.0 - factor[2]) * l);
+        }
+      }
+    }
+  }
+  RefTensor out = in;
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        out.at(y, x, ch) = RoundToDType(static_cast<float>(at(y, x, ch)), in.type.dtype);
+      }
+    }
+  }
+  return out;
+}
+
+// Reference: L = 0.299 R + 0.587 G + 0.114 B, rounded (half to even) for uint8 and
+// written to every output channel; a 1-channel input is copied.
+Result<RefTensor> GrayscaleRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefColorInput("grayscale", in));
+  const int64_t n = P(p, "num_output_channels").AsInt();
+  const int64_t h = in.height(), w = in.width();
+  RefTensor out = RefTensor::Zeros(in.type.dtype, in.type.layout,
+                                   Image(in.type.dtype, in.type.layout, h, w, n).dims);
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      const float l = RoundToDType(static_cast<float>(Luma(in, y, x)), in.type.dtype);
+      for (int64_t ch = 0; ch < n; ++ch) out.at(y, x, ch) = l;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void RegisterColorOps(std::vector<OpDef>& ops) {
@@ -49,6 +143,7 @@ void RegisterColorOps(std::vector<OpDef>& ops) {
         if (!in) return std::unexpected(in.error());
         return std::vector<TensorType>{*in};
       },
+      .reference = ColorJitterRef,
   });
   ops.push_back(OpDef{
       .name = "grayscale",
@@ -79,6 +174,7 @@ void RegisterColorOps(std::vector<OpDef>& ops) {
         out.dims[out.channel_axis()] = P(p, "num_output_channels").AsInt();
         return std::vector<TensorType>{out};
       },
+      .reference = GrayscaleRef,
   });
 }
 

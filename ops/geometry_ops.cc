@@ -4,7 +4,12 @@
 //
 // Reference semantics follow torchvision (v0.15+, tensor path, antialias=True),
 // see ops/reference/resample.h for the filters.
+#include <algorithm>
+#include <cmath>
+
 #include "ops/families.h"
+#include "ops/random.h"
+#include "ops/reference/resample.h"
 
 namespace sluice {
 namespace {
@@ -53,6 +58,126 @@ Result<std::vector<TensorType>> WithHW(const TensorType& in, int64_t h, int64_t 
   return std::vector<TensorType>{out};
 }
 
+// ---- reference implementations ---------------------------------------------
+
+Status RefInput(std::string_view op, const RefTensor& in) {
+  SLUICE_RETURN_IF_ERROR(ExpectHWCImage(op, in.type));
+  if (!in.type.is_static() || in.height() < 1 || in.width() < 1) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "`" + std::string(op) + "` got an empty image " + in.type.ToString());
+  }
+  return Ok();
+}
+
+// torchvision's _compute_resized_output_size for a one-value size.
+std::pair<int64_t, int64_t> ShorterSideSize(int64_t h, int64_t w, int64_t size,
+                                            const ParamValue* max_size) {
+  const bool w_short = w <= h;
+  const int64_t shorter = w_short ? w : h, longer = w_short ? h : w;
+  int64_t new_short = size;
+  int64_t new_long = static_cast<int64_t>(static_cast<double>(size) * longer / shorter);
+  if (max_size && new_long > max_size->AsInt()) {
+    new_short = static_cast<int64_t>(static_cast<double>(max_size->AsInt()) * new_short / new_long);
+    new_long = max_size->AsInt();
+  }
+  return w_short ? std::pair{new_long, new_short} : std::pair{new_short, new_long};
+}
+
+Result<RefTensor> ResizeRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefInput("resize", in));
+  const auto& size = P(p, "size").AsIntList();
+  auto [h, w] = size.size() == 1
+                    ? ShorterSideSize(in.height(), in.width(), size[0], FindParam(p, "max_size"))
+                    : std::pair{size[0], size[1]};
+  return ref::ResizeHWC(in, h, w, ref::ParseFilter(P(p, "interpolation").AsString()),
+                        P(p, "antialias").AsBool());
+}
+
+Result<RefTensor> CenterCropRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefInput("center_crop", in));
+  auto [ch, cw] = SizeHW(P(p, "size").AsIntList());
+  // torchvision: pad (left, top, right, bottom) = ((cw-w)//2, (ch-h)//2, (cw-w+1)//2,
+  // (ch-h+1)//2) where the crop is larger, then top = round((H - ch) / 2) with
+  // Python's half-to-even round. Both steps together are one crop whose
+  // out-of-image part is zeros.
+  const int64_t h = in.height(), w = in.width();
+  const int64_t pad_top = ch > h ? (ch - h) / 2 : 0, pad_left = cw > w ? (cw - w) / 2 : 0;
+  const int64_t ph = h + pad_top + (ch > h ? (ch - h + 1) / 2 : 0);
+  const int64_t pw = w + pad_left + (cw > w ? (cw - w + 1) / 2 : 0);
+  const auto top = static_cast<int64_t>(std::nearbyint((ph - ch) / 2.0));
+  const auto left = static_cast<int64_t>(std::nearbyint((pw - cw) / 2.0));
+  return ref::CropHWC(in, top - pad_top, left - pad_left, ch, cw);
+}
+
+Result<RefTensor> CropRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefInput("crop", in));
+  return ref::CropHWC(in, P(p, "top").AsInt(), P(p, "left").AsInt(), P(p, "height").AsInt(),
+                      P(p, "width").AsInt());
+}
+
+Result<RefTensor> RandomResizedCropRef(const RefTensor& in, const ParamList& p, RefContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(RefInput("random_resized_crop", in));
+  if (!ctx.rng) return MakeError(ErrorCode::kInternal, "random_resized_crop needs ctx.rng");
+  const ref::CropBox box = ref::RandomResizedCropBox(
+      in.height(), in.width(), P(p, "scale").AsFloatList(), P(p, "ratio").AsFloatList(), *ctx.rng);
+  auto [h, w] = SizeHW(P(p, "size").AsIntList());
+  return ref::ResizeHWC(ref::CropHWC(in, box.top, box.left, box.height, box.width), h, w,
+                        ref::ParseFilter(P(p, "interpolation").AsString()),
+                        P(p, "antialias").AsBool());
+}
+
+// Draws: rng.Bernoulli(horizontal), then rng.Bernoulli(vertical), always both.
+Result<RefTensor> RandomFlipRef(const RefTensor& in, const ParamList& p, RefContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(RefInput("random_flip", in));
+  if (!ctx.rng) return MakeError(ErrorCode::kInternal, "random_flip needs ctx.rng");
+  const bool flip_x = ctx.rng->Bernoulli(P(p, "horizontal").AsFloat());
+  const bool flip_y = ctx.rng->Bernoulli(P(p, "vertical").AsFloat());
+  RefTensor out = in;
+  const int64_t h = in.height(), w = in.width(), c = in.channels();
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        out.at(y, x, ch) = in.at(flip_y ? h - 1 - y : y, flip_x ? w - 1 - x : x, ch);
+      }
+    }
+  }
+  return out;
+}
+
+// Source index for output index i (already shifted by the leading pad) in an
+// axis of length n, per padding mode; -1 means "fill".
+int64_t PadSource(int64_t i, int64_t n, const std::string& mode) {
+  if (i >= 0 && i < n) return i;
+  if (mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "reflect") return i < 0 ? -i : 2 * (n - 1) - i;
+  return -1;
+}
+
+Result<RefTensor> PadRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefInput("pad", in));
+  const auto ltrb = PadLTRB(P(p, "padding").AsIntList());
+  const std::string& mode = P(p, "mode").AsString();
+  const int64_t h = in.height(), w = in.width(), c = in.channels();
+  if (mode == "reflect" && (std::max(ltrb[1], ltrb[3]) >= h || std::max(ltrb[0], ltrb[2]) >= w)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "`pad` with mode: reflect needs padding smaller than the image, got padding " +
+                         P(p, "padding").ToString() + " for " + in.type.ToString());
+  }
+  const float fill = RoundToDType(static_cast<float>(P(p, "fill").AsFloat()), in.type.dtype);
+  const int64_t oh = h + ltrb[1] + ltrb[3], ow = w + ltrb[0] + ltrb[2];
+  RefTensor out = RefTensor::Zeros(in.type.dtype, Layout::kHWC, {oh, ow, c});
+  for (int64_t y = 0; y < oh; ++y) {
+    const int64_t sy = PadSource(y - ltrb[1], h, mode);
+    for (int64_t x = 0; x < ow; ++x) {
+      const int64_t sx = PadSource(x - ltrb[0], w, mode);
+      for (int64_t ch = 0; ch < c; ++ch) {
+        out.at(y, x, ch) = (sy < 0 || sx < 0) ? fill : in.at(sy, sx, ch);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void RegisterGeometryOps(std::vector<OpDef>& ops) {
@@ -98,6 +223,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         if (size.size() == 1) return WithHW(*in, kDynamic, kDynamic);
         return WithHW(*in, size[0], size[1]);
       },
+      .reference = ResizeRef,
   });
 
   // ---- center_crop ----------------------------------------------------------
@@ -114,6 +240,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         auto [h, w] = SizeHW(P(p, "size").AsIntList());
         return WithHW(*in, h, w);
       },
+      .reference = CenterCropRef,
   });
 
   // ---- crop -----------------------------------------------------------------
@@ -151,6 +278,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         if (!in) return std::unexpected(in.error());
         return WithHW(*in, P(p, "height").AsInt(), P(p, "width").AsInt());
       },
+      .reference = CropRef,
   });
 
   // ---- random_resized_crop --------------------------------------------------
@@ -211,6 +339,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         auto [h, w] = SizeHW(P(p, "size").AsIntList());
         return WithHW(*in, h, w);
       },
+      .reference = RandomResizedCropRef,
   });
 
   // ---- random_flip ----------------------------------------------------------
@@ -241,6 +370,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         if (!in) return std::unexpected(in.error());
         return std::vector<TensorType>{*in};
       },
+      .reference = RandomFlipRef,
   });
 
   // ---- pad ------------------------------------------------------------------
@@ -286,6 +416,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         return WithHW(*in, h == kDynamic ? kDynamic : h + ltrb[1] + ltrb[3],
                       w == kDynamic ? kDynamic : w + ltrb[0] + ltrb[2]);
       },
+      .reference = PadRef,
   });
 }
 

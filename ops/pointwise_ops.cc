@@ -1,4 +1,6 @@
 // Pointwise ops: normalize, layout, cast. They work on images in either layout.
+#include <array>
+
 #include "ops/families.h"
 
 namespace sluice {
@@ -30,6 +32,56 @@ Result<std::vector<TensorType>> InferNormalize(std::span<const TensorType> input
   TensorType out = *in;
   if (!IsFloat(out.dtype)) out.dtype = DType::kFloat32;
   return std::vector<TensorType>{out};
+}
+
+Status RefPointwiseInput(std::string_view op, const RefTensor& in) {
+  return ExpectImage(op, in.type);
+}
+
+// Reference: out = (x / scale - mean[c]) / std[c] in double, rounded to the output dtype.
+Result<RefTensor> NormalizeRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefPointwiseInput("normalize", in));
+  std::array<TensorType, 1> types = {in.type};
+  auto out_types = InferNormalize(types, p);
+  if (!out_types) return std::unexpected(out_types.error());
+  const auto& mean = P(p, "mean").AsFloatList();
+  const auto& std_dev = P(p, "std").AsFloatList();
+  const double scale = P(p, "scale").AsFloat();
+  RefTensor out = in;
+  out.type = (*out_types)[0];
+  for (int64_t y = 0; y < in.height(); ++y) {
+    for (int64_t x = 0; x < in.width(); ++x) {
+      for (int64_t c = 0; c < in.channels(); ++c) {
+        const double m = mean.size() == 1 ? mean[0] : mean[c];
+        const double s = std_dev.size() == 1 ? std_dev[0] : std_dev[c];
+        out.at(y, x, c) =
+            RoundToDType(static_cast<float>((in.at(y, x, c) / scale - m) / s), out.type.dtype);
+      }
+    }
+  }
+  return out;
+}
+
+Result<RefTensor> LayoutRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefPointwiseInput("layout", in));
+  const Layout to = *ParseLayout(P(p, "to").AsString());
+  const int64_t h = in.height(), w = in.width(), c = in.channels();
+  RefTensor out = RefTensor::Zeros(in.type.dtype, to, Image(in.type.dtype, to, h, w, c).dims);
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      for (int64_t ch = 0; ch < c; ++ch) out.at(y, x, ch) = in.at(y, x, ch);
+    }
+  }
+  return out;
+}
+
+// Reference: RoundToDType to the new dtype (uint8 saturates, half to even).
+Result<RefTensor> CastRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefPointwiseInput("cast", in));
+  RefTensor out = in;
+  out.type.dtype = *ParseDType(P(p, "dtype").AsString());
+  for (float& v : out.data) v = RoundToDType(v, out.type.dtype);
+  return out;
 }
 
 }  // namespace
@@ -76,6 +128,7 @@ void RegisterPointwiseOps(std::vector<OpDef>& ops) {
         return issues;
       },
       .infer = InferNormalize,
+      .reference = NormalizeRef,
   });
   ops.push_back(OpDef{
       .name = "layout",
@@ -96,6 +149,7 @@ void RegisterPointwiseOps(std::vector<OpDef>& ops) {
                       c = in->dims[in->channel_axis()];
         return std::vector<TensorType>{Image(in->dtype, to, h, w, c)};
       },
+      .reference = LayoutRef,
   });
   ops.push_back(OpDef{
       .name = "cast",
@@ -115,6 +169,7 @@ void RegisterPointwiseOps(std::vector<OpDef>& ops) {
         out.dtype = *ParseDType(P(p, "dtype").AsString());
         return std::vector<TensorType>{out};
       },
+      .reference = CastRef,
   });
 }
 
