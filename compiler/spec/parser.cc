@@ -391,7 +391,8 @@ class ParamValidator {
     if (InRange(def, v)) return true;
     const std::string who = element ? "each element of " + Qual(scope, def.name)
                                     : Qual(scope, def.name);
-    r_.Error(mark, who + " must be " + RangeText(def) + ", got " + Tick(text));
+    r_.Error(mark, who + " must be " + RangeText(def) + ", got " + Tick(text),
+             "e.g. " + Tick(def.name + ": " + ExampleValue(def)));
     return false;
   }
 
@@ -501,7 +502,8 @@ class ParamValidator {
               lengths.end()) {
         r_.Error(e.value_mark, Qual(scope, def.name) + " must be " + Expected(def) + ", got " +
                                    std::to_string(elems.size()) +
-                                   (elems.size() == 1 ? " element" : " elements"));
+                                   (elems.size() == 1 ? " element" : " elements"),
+                 "e.g. " + Tick(def.name + ": " + ExampleValue(def)));
         return std::nullopt;
       }
     } else if (n.IsScalar()) {
@@ -621,7 +623,7 @@ class SpecParser {
       root = YAML::Load(text);
     } catch (const YAML::ParserException& e) {
       r_.Error(r_.MarkAt(e.mark), "invalid YAML: " + e.msg,
-               "check the indentation, colons and brackets here");
+               "check the brackets, colons and indentation on this line and the one before");
       return std::move(spec_);
     } catch (const YAML::Exception& e) {
       r_.Error(r_.MarkAt(e.mark), "invalid YAML: " + e.msg);
@@ -828,7 +830,10 @@ class SpecParser {
                  "a graph step must have exactly one key, the op name; this one has " +
                      std::to_string(keys.size()) + ": " + TickList(keys),
                  keys.size() > 1 ? "indent the parameters under the op, e.g. `- " + keys[0] +
-                                       ": {" + keys[1] + ": ...}`"
+                                       ": {" + keys[1] + ": " +
+                                       (item[keys[1]].IsScalar() ? item[keys[1]].Scalar()
+                                                                 : std::string("...")) +
+                                       "}`"
                                  : "write `- op: {param: value}`");
       } else {
         r_.Error(s.mark, "a graph step must be a map with one key, the op name, got " +
@@ -1010,12 +1015,6 @@ class SpecParser {
       d.ssa = k == 0 ? d.name : d.name + "." + std::to_string(k);
     }
     // Resolve every input.
-    std::vector<std::string> all_names;
-    for (const Def& d : defs_) {
-      if (std::find(all_names.begin(), all_names.end(), d.name) == all_names.end()) {
-        all_names.push_back(d.name);
-      }
-    }
     for (int i = 0; i < n; ++i) {
       RawStep& s = steps_[i];
       s.in_defs.assign(s.in_names.size(), -1);
@@ -1043,9 +1042,15 @@ class SpecParser {
                    "give the tensor it should read a unique `out:` name");
           s.broken = true;
         } else if (source_ok_) {
-          std::string near = DidYouMean(name, all_names);
+          std::vector<std::string> others;  // names defined by other steps or the source
+          for (const Def& d : defs_) {
+            if (d.step != i && std::find(others.begin(), others.end(), d.name) == others.end()) {
+              others.push_back(d.name);
+            }
+          }
+          std::string near = DidYouMean(name, others);
           r_.Error(s.in_marks[k], "unknown tensor " + Tick(name) + " read by " + Tick(s.op_name),
-                   near.empty() ? "defined tensors: " + TickList(all_names)
+                   near.empty() ? "defined tensors: " + TickList(others)
                                 : "did you mean " + Tick(near) + "?");
           s.broken = true;
         } else {
@@ -1157,12 +1162,16 @@ class SpecParser {
       names.push_back(Tick(steps_[cycle.front()].op_name));
       std::string msg = "the graph has a cycle: ";
       for (size_t i = 0; i < names.size(); ++i) msg += (i ? " -> " : "") + names[i];
-      std::string hint;
-      for (size_t i = 0; i < cycle.size(); ++i) {
-        const RawStep& a = steps_[cycle[i]];
-        const RawStep& b = steps_[cycle[(i + 1) % cycle.size()]];
-        hint += (i ? ", " : "") + Tick(a.op_name) + " (line " + std::to_string(a.mark.line) +
-                ") writes " + Tick(a.out_name) + ", read by " + Tick(b.op_name);
+      // The hint walks the loop backwards: who reads what from whom.
+      std::vector<int> back = {cycle.front()};
+      for (size_t i = cycle.size(); i-- > 1;) back.push_back(cycle[i]);
+      back.push_back(cycle.front());
+      auto line = [&](int step) { return " (line " + std::to_string(steps_[step].mark.line) + ")"; };
+      std::string hint = Tick(steps_[back[0]].op_name) + line(back[0]);
+      for (size_t i = 0; i + 1 < back.size(); ++i) {
+        const RawStep& from = steps_[back[i + 1]];
+        hint += std::string(i ? ", which" : "") + " reads " + Tick(from.out_name) + " from " +
+                Tick(from.op_name) + (i + 2 < back.size() ? line(back[i + 1]) : "");
       }
       hint += "; rename an `in:` or `out:` to break the loop";
       r_.Error(steps_[cycle.front()].mark, msg, hint);
