@@ -1,13 +1,13 @@
 #include "runtime/decode/jpeg_decoder.h"
 
+#include <jerror.h>
+#include <jpeglib.h>
+
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>  // jpeglib.h needs FILE and size_t first
 #include <cstring>
 #include <string>
-
-#include <jerror.h>
-#include <jpeglib.h>
 
 namespace sluice::runtime {
 namespace {
@@ -55,8 +55,7 @@ void ProgressMonitor(j_common_ptr cinfo) {
   auto* dinfo = reinterpret_cast<j_decompress_ptr>(cinfo);
   if (dinfo->input_scan_number > kMaxScans) {
     auto* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
-    std::snprintf(err->message, sizeof(err->message), "more than %d progressive scans",
-                  kMaxScans);
+    std::snprintf(err->message, sizeof(err->message), "more than %d progressive scans", kMaxScans);
     std::longjmp(err->jump, 1);
   }
 }
@@ -84,12 +83,18 @@ void InitErrorHandling(Decompressor& d) {
 
 JpegColorSpace ToColorSpace(J_COLOR_SPACE cs) {
   switch (cs) {
-    case JCS_GRAYSCALE: return JpegColorSpace::kGray;
-    case JCS_YCbCr: return JpegColorSpace::kYCbCr;
-    case JCS_RGB: return JpegColorSpace::kRGB;
-    case JCS_CMYK: return JpegColorSpace::kCMYK;
-    case JCS_YCCK: return JpegColorSpace::kYCCK;
-    default: return JpegColorSpace::kUnknown;
+    case JCS_GRAYSCALE:
+      return JpegColorSpace::kGray;
+    case JCS_YCbCr:
+      return JpegColorSpace::kYCbCr;
+    case JCS_RGB:
+      return JpegColorSpace::kRGB;
+    case JCS_CMYK:
+      return JpegColorSpace::kCMYK;
+    case JCS_YCCK:
+      return JpegColorSpace::kYCCK;
+    default:
+      return JpegColorSpace::kUnknown;
   }
 }
 
@@ -126,7 +131,8 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
 
   const int64_t w = cinfo->image_width, h = cinfo->image_height;
   if (w > kMaxJpegSide || h > kMaxJpegSide || w * h > kMaxJpegPixels) {
-    std::snprintf(msg, JMSG_LENGTH_MAX, "image %lldx%lld exceeds the decoder's limit (%d per side, %lld pixels)",
+    std::snprintf(msg, JMSG_LENGTH_MAX,
+                  "image %lldx%lld exceeds the decoder's limit (%d per side, %lld pixels)",
                   static_cast<long long>(w), static_cast<long long>(h), kMaxJpegSide,
                   static_cast<long long>(kMaxJpegPixels));
     return BodyStatus::kCorrupt;
@@ -137,9 +143,9 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
     crop = *req.crop;
     if (crop.width <= 0 || crop.height <= 0 || crop.x < 0 || crop.y < 0 ||
         int64_t{crop.x} + crop.width > w || int64_t{crop.y} + crop.height > h) {
-      std::snprintf(msg, JMSG_LENGTH_MAX, "crop (x=%d y=%d w=%d h=%d) is not inside the %lldx%lld image",
-                    crop.x, crop.y, crop.width, crop.height, static_cast<long long>(w),
-                    static_cast<long long>(h));
+      std::snprintf(msg, JMSG_LENGTH_MAX,
+                    "crop (x=%d y=%d w=%d h=%d) is not inside the %lldx%lld image", crop.x, crop.y,
+                    crop.width, crop.height, static_cast<long long>(w), static_cast<long long>(h));
       return BodyStatus::kBadRequest;
     }
   }

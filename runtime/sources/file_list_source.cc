@@ -87,8 +87,7 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& 
       if (!found_path || !found_label) {
         return MakeError(ErrorCode::kInvalidSpec,
                          "file list header has no '" +
-                             (found_path ? options.label_column : options.path_column) +
-                             "' column",
+                             (found_path ? options.label_column : options.path_column) + "' column",
                          "the first line must name the columns, e.g. '" + options.path_column +
                              (delimiter == '\t' ? "\\t" : ",") + options.label_column + "'",
                          where(line_no));
@@ -133,9 +132,9 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& 
 
 Result<size_t> FileListSource::Read(size_t i, std::vector<uint8_t>& buffer) const {
   if (i >= paths_.size()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "sample index " + std::to_string(i) + " out of range (size " +
-                         std::to_string(paths_.size()) + ")");
+    return MakeError(ErrorCode::kInvalidArgument, "sample index " + std::to_string(i) +
+                                                      " out of range (size " +
+                                                      std::to_string(paths_.size()) + ")");
   }
   return ReadWholeFile(paths_[i], buffer);
 }

@@ -32,13 +32,11 @@ Status ListClass(const fs::path& class_dir, const std::vector<std::string>& exte
   fs::recursive_directory_iterator it(class_dir, fs::directory_options::follow_directory_symlink,
                                       ec);
   if (ec) {
-    return MakeError(ErrorCode::kIo,
-                     "cannot list '" + class_dir.string() + "': " + ec.message());
+    return MakeError(ErrorCode::kIo, "cannot list '" + class_dir.string() + "': " + ec.message());
   }
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) {
-      return MakeError(ErrorCode::kIo,
-                       "cannot list '" + class_dir.string() + "': " + ec.message());
+      return MakeError(ErrorCode::kIo, "cannot list '" + class_dir.string() + "': " + ec.message());
     }
     const fs::directory_entry& entry = *it;
     if (Hidden(entry.path())) {
@@ -97,17 +95,17 @@ Result<std::unique_ptr<ImageFolderSource>> ImageFolderSource::Open(const std::st
     }
   }
   if (src->paths_.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument, "image_folder root '" + root +
-                                                      "' has no image files in its class folders");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "image_folder root '" + root + "' has no image files in its class folders");
   }
   return src;
 }
 
 Result<size_t> ImageFolderSource::Read(size_t i, std::vector<uint8_t>& buffer) const {
   if (i >= paths_.size()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "sample index " + std::to_string(i) + " out of range (size " +
-                         std::to_string(paths_.size()) + ")");
+    return MakeError(ErrorCode::kInvalidArgument, "sample index " + std::to_string(i) +
+                                                      " out of range (size " +
+                                                      std::to_string(paths_.size()) + ")");
   }
   return ReadWholeFile(paths_[i], buffer);
 }

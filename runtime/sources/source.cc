@@ -17,7 +17,8 @@ Result<std::unique_ptr<Source>> OpenSource(std::string_view format, const std::s
     if (!src) return std::unexpected(src.error());
     return std::unique_ptr<Source>(std::move(*src));
   }
-  return MakeError(ErrorCode::kInvalidArgument, "unknown source format '" + std::string(format) + "'",
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "unknown source format '" + std::string(format) + "'",
                    "supported formats: image_folder, file_list");
 }
 

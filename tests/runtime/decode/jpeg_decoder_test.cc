@@ -1,16 +1,15 @@
 #include "runtime/decode/jpeg_decoder.h"
 
 #include <gtest/gtest.h>
+#include <jpeglib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <optional>
 #include <vector>
-
-#include <jpeglib.h>
 
 namespace sluice::runtime {
 namespace {
@@ -69,8 +68,9 @@ std::vector<uint8_t> Pattern(int w, int h, int c, unsigned seed = 1) {
       int noise = int((s >> 16) % 17) - 8;
       bool disc = (x - w / 3) * (x - w / 3) + (y - h / 2) * (y - h / 2) < (w * h) / 16;
       for (int k = 0; k < c; ++k) {
-        int v = (k == 0 ? 255 * x / std::max(1, w - 1) : k == 1 ? 255 * y / std::max(1, h - 1)
-                                                                 : 128 + 60 * k) +
+        int v = (k == 0   ? 255 * x / std::max(1, w - 1)
+                 : k == 1 ? 255 * y / std::max(1, h - 1)
+                          : 128 + 60 * k) +
                 (disc ? 70 - 40 * k : 0) + noise;
         p[(size_t(y) * w + x) * c + k] = uint8_t(std::clamp(v, 0, 255));
       }
@@ -272,10 +272,9 @@ TEST(JpegDecode, CropAtFullScaleIsBitIdenticalToFullDecode) {
     auto jpg = Encode(Pattern(w, h, v.opts.components), w, h, v.opts);
     ImageBuffer full;
     ASSERT_TRUE(Decode(jpg, full).has_value());
-    for (PixelRect crop : {PixelRect{0, 0, w, h}, PixelRect{37, 21, 50, 61},
-                           PixelRect{1, 1, 1, 1}, PixelRect{150, 100, 53, 57},
-                           PixelRect{64, 32, 64, 32}, PixelRect{0, 150, 203, 7},
-                           PixelRect{199, 0, 4, 157}}) {
+    for (PixelRect crop : {PixelRect{0, 0, w, h}, PixelRect{37, 21, 50, 61}, PixelRect{1, 1, 1, 1},
+                           PixelRect{150, 100, 53, 57}, PixelRect{64, 32, 64, 32},
+                           PixelRect{0, 150, 203, 7}, PixelRect{199, 0, 4, 157}}) {
       SCOPED_TRACE(testing::Message() << "crop " << crop.x << "," << crop.y << " " << crop.width
                                       << "x" << crop.height);
       DecodeRequest req;
@@ -306,8 +305,12 @@ TEST(JpegDecode, PicksSmallestScaleCoveringMinimumSize) {
     std::optional<PixelRect> crop;
     int min_w, min_h, denom;
   } cases[] = {
-      {std::nullopt, 0, 0, 1},      {std::nullopt, 80, 60, 8},   {std::nullopt, 81, 60, 4},
-      {std::nullopt, 224, 224, 2},  {std::nullopt, 320, 240, 2}, {std::nullopt, 321, 10, 1},
+      {std::nullopt, 0, 0, 1},
+      {std::nullopt, 80, 60, 8},
+      {std::nullopt, 81, 60, 4},
+      {std::nullopt, 224, 224, 2},
+      {std::nullopt, 320, 240, 2},
+      {std::nullopt, 321, 10, 1},
       {PixelRect{100, 50, 400, 300}, 100, 100, 2},
       {PixelRect{100, 50, 400, 300}, 50, 37, 8},
   };

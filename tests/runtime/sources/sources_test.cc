@@ -116,7 +116,8 @@ TEST(FileListSource, CsvRelativePathsQuotesAndExtraColumns) {
                                "1,3,../imgs/a.jpg\r\n"
                                "\r\n"
                                "2, 7 ,\"../imgs/b, c.jpg\"\r\n"
-                               "3,0," + abs + "\n");
+                               "3,0," +
+                                   abs + "\n");
   auto src = FileListSource::Open(list);
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
   const Source& s = **src;
@@ -150,8 +151,7 @@ TEST(FileListSource, BadRowNamesFileAndLine) {
   auto src = FileListSource::Open(list);
   ASSERT_FALSE(src.has_value());
   EXPECT_EQ(src.error().code, ErrorCode::kInvalidSpec);
-  EXPECT_NE(src.error().ToString().find("bad.csv:3"), std::string::npos)
-      << src.error().ToString();
+  EXPECT_NE(src.error().ToString().find("bad.csv:3"), std::string::npos) << src.error().ToString();
 
   std::string short_row = dir.Write("short.csv", "path,label\na.jpg\n");
   auto s2 = FileListSource::Open(short_row);
