@@ -68,10 +68,16 @@ std::string Yaml(const ParamDef* def, const ParamValue& value) {
   return value.ToString();  // bools, numbers and lists print as valid YAML already
 }
 
+// The name the user wrote: the front end renames the k-th rewrite of `image`
+// to `image.k`, and user names cannot contain a dot, so the suffix is dropped.
+// Steps are emitted in topological order, where a plain name reads the latest
+// write, so the emitted text resolves to the same graph.
+std::string UserName(const std::string& name) { return name.substr(0, name.find('.')); }
+
 std::string Names(const std::vector<std::string>& names) {
-  if (names.size() == 1) return Str(names[0]);
+  if (names.size() == 1) return Str(UserName(names[0]));
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + Str(n);
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + Str(UserName(n));
   return "[" + out + "]";
 }
 

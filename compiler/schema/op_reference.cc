@@ -57,6 +57,13 @@ std::string Allowed(const ParamDef& def) {
   return out;
 }
 
+// A default as a user would write it: strings bare (`rgb`), the rest as printed
+// in the IR (`[0.08,1]`, `auto`, `{max_fraction: 0.001, policy: "skip"}`).
+std::string DefaultText(const ParamDef& def) {
+  if (const auto* s = std::get_if<std::string>(&def.default_value->value)) return *s;
+  return FormatParam(&def, *def.default_value);
+}
+
 void ParamTable(std::string& out, const std::vector<ParamDef>& defs, const std::string& prefix) {
   if (defs.empty()) {
     if (prefix.empty()) out += "No parameters.\n\n";
@@ -68,7 +75,7 @@ void ParamTable(std::string& out, const std::vector<ParamDef>& defs, const std::
   }
   for (const ParamDef& def : defs) {
     std::string dflt = def.required        ? "required"
-                       : def.default_value ? "`" + FormatParam(&def, *def.default_value) + "`"
+                       : def.default_value ? "`" + DefaultText(def) + "`"
                                            : "—";
     out += "| `" + prefix + def.name + "` | " + ParamTypeName(def.type) + " | " + Cell(dflt) +
            " | " + Cell(Allowed(def)) + " | " + Cell(def.doc) + " |\n";

@@ -9,9 +9,15 @@ namespace {
 
 using nlohmann::json;
 
+// A bound as an integer when it is one (so integer params read `"minimum": 1`).
+json Bound(double v) {
+  if (v == static_cast<double>(static_cast<int64_t>(v))) return static_cast<int64_t>(v);
+  return v;
+}
+
 void AddRange(json& s, const ParamDef& def) {
-  if (def.min) s["minimum"] = *def.min;
-  if (def.max) s["maximum"] = *def.max;
+  if (def.min) s["minimum"] = Bound(*def.min);
+  if (def.max) s["maximum"] = Bound(*def.max);
 }
 
 json ElementSchema(const ParamDef& def, const char* type) {
@@ -68,12 +74,13 @@ json SourceSchema(const OpDef& op) {
 
 json GraphOpSchema(const OpDef& op) {
   json s = ObjectSchema(op.params);
+  const json name = {{"type", "string"}, {"pattern", "^[A-Za-z_][A-Za-z0-9_]*$"}};
   s["properties"]["in"] = {
-      {"type", "string"},
-      {"description", "tensor this step reads; defaults to the previous step's output"}};
-  s["properties"]["out"] = {
-      {"type", "string"},
-      {"description", "name of the tensor this step writes; defaults to its input's name"}};
+      {"anyOf", {name, json{{"type", "array"}, {"items", name}, {"minItems", 1}}}},
+      {"description", "tensor(s) this step reads; defaults to the previous step's output"}};
+  json out = name;
+  out["description"] = "name of the tensor this step writes; defaults to its input's name";
+  s["properties"]["out"] = out;
   s["title"] = op.name;
   s["description"] = std::string(OpClassName(op.op_class)) + " op. " + op.doc;
   return s;
@@ -179,6 +186,10 @@ json PipelineSchema() {
   json sampling = ObjectSchema(SamplingParams());
   sampling["description"] = "How samples are ordered and split across ranks.";
   json output = ObjectSchema(OutputParams());
+  if (output["properties"].contains("device")) {
+    // The same forms CheckDeviceString accepts (a test keeps the two in step).
+    output["properties"]["device"]["pattern"] = kDevicePattern;
+  }
   output["description"] = "Where batches go and how many resources the loader may take.";
 
   json schema = {

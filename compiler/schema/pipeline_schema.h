@@ -17,6 +17,10 @@
 
 namespace sluice {
 
+// The pattern `output.device` must match in the schema: what
+// CheckDeviceString accepts (auto, cpu, cuda, cuda:N).
+inline constexpr const char* kDevicePattern = "^(auto|cpu|cuda(:[0-9]+)?)$";
+
 // The schema object.
 nlohmann::json PipelineSchema();
 // The schema as written to disk: 2-space indented JSON plus a final newline.
