@@ -1,0 +1,42 @@
+// FusedChain: one fusion group as the code generator and the runtime see it.
+//
+// The compiler's fusion passes cut the per-sample graph into groups; each
+// group that reads a decoded image and writes a fixed-size tensor is described
+// by a FusedChain: the ops it fuses (in spec order, with their explicit
+// parameters and the op ids that key their random draws), the input type (a
+// decoded uint8 HWC image of run-time size) and the static output type that is
+// written straight into a batch slot. plan.json stores exactly this (op names,
+// params, op ids, symbol), so the runtime rebuilds the FusedChain from the
+// registry without the compiler.
+//
+// Normal form a chain must have to be fused (checked by the geometry
+// composition pass): resample-class ops (crop, center_crop, pad, random_flip,
+// resize, random_resized_crop) first, with at most one that rescales (resize or
+// random_resized_crop), then pointwise-class ops (color_jitter, grayscale,
+// normalize, layout, cast). Other orders run on the reference implementations
+// and report.txt says why.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/param.h"
+#include "ops/registry.h"
+#include "ops/types.h"
+
+namespace sluice {
+
+struct ChainStep {
+  const OpDef* op = nullptr;
+  ParamList params;  // every declared parameter, defaults explicit
+  int op_id = 0;     // keys this op's random draws: SampleRng(seed, epoch, sample, op_id)
+};
+
+struct FusedChain {
+  std::string symbol;            // the kernel's function name in kernels.so
+  TensorType input;              // uint8[?,?,C] HWC: the decoded image
+  TensorType output;             // static: e.g. float16[3,224,224] CHW
+  std::vector<ChainStep> steps;  // resample ops, then pointwise ops, in spec order
+};
+
+}  // namespace sluice
