@@ -15,9 +15,9 @@ Result<std::vector<TensorType>> InferBatch(std::span<const TensorType> inputs,
   const int64_t size = P(params, "size").AsInt();
   const auto& fields = P(params, "fields").AsStringMap();
   if (inputs.size() != fields.size()) {
-    return MakeError(ErrorCode::kInvalidSpec,
-                     "`batch` has " + std::to_string(fields.size()) + " fields but got " +
-                         std::to_string(inputs.size()) + " input tensors");
+    return MakeError(ErrorCode::kInvalidSpec, "`batch` has " + std::to_string(fields.size()) +
+                                                  " fields but got " +
+                                                  std::to_string(inputs.size()) + " input tensors");
   }
   std::vector<TensorType> out;
   auto field = fields.begin();
@@ -66,14 +66,16 @@ void RegisterBatchOps(std::vector<OpDef>& ops) {
           },
       .output_names = {},
       .num_inputs = -1,
-      .check = [](const ParamList& p) {
-        std::vector<ParamIssue> issues;
-        if (P(p, "fields").AsStringMap().empty()) {
-          issues.push_back({"fields", "batch has no fields",
-                            "name at least one tensor, e.g. fields: {image: image, label: cls}"});
-        }
-        return issues;
-      },
+      .check =
+          [](const ParamList& p) {
+            std::vector<ParamIssue> issues;
+            if (P(p, "fields").AsStringMap().empty()) {
+              issues.push_back(
+                  {"fields", "batch has no fields",
+                   "name at least one tensor, e.g. fields: {image: image, label: cls}"});
+            }
+            return issues;
+          },
       .infer = InferBatch,
   });
 }

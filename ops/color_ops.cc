@@ -19,10 +19,10 @@ Result<TensorType> ColorInput(std::string_view op, std::span<const TensorType> i
   const TensorType& t = inputs[0];
   const int64_t c = t.dims[t.channel_axis()];
   if (c != 1 && c != 3) {
-    return MakeError(ErrorCode::kInvalidSpec,
-                     "`" + std::string(op) + "` expects a 1- or 3-channel image, got " +
-                         t.ToString(),
-                     "decode with color: rgb or color: gray");
+    return MakeError(
+        ErrorCode::kInvalidSpec,
+        "`" + std::string(op) + "` expects a 1- or 3-channel image, got " + t.ToString(),
+        "decode with color: rgb or color: gray");
   }
   return t;
 }
@@ -30,7 +30,8 @@ Result<TensorType> ColorInput(std::string_view op, std::span<const TensorType> i
 ParamDef JitterParam(std::string name, std::string what) {
   return ParamDef{.name = std::move(name),
                   .type = ParamType::kFloat,
-                  .doc = "How much to jitter " + what + ": factor drawn uniformly from "
+                  .doc = "How much to jitter " + what +
+                         ": factor drawn uniformly from "
                          "[max(0, 1 - v), 1 + v]; 0 leaves it unchanged.",
                   .default_value = VFloat(0.0),
                   .min = 0.0};
@@ -156,16 +157,17 @@ void RegisterColorOps(std::vector<OpDef>& ops) {
                           .default_value = VInt(1),
                           .min = 1,
                           .max = 3}},
-      .check = [](const ParamList& p) {
-        std::vector<ParamIssue> issues;
-        const int64_t n = P(p, "num_output_channels").AsInt();
-        if (n != 1 && n != 3) {
-          issues.push_back({"num_output_channels",
-                            "num_output_channels must be 1 or 3, got " + std::to_string(n),
-                            "use 1 for a single channel or 3 for an RGB-shaped result"});
-        }
-        return issues;
-      },
+      .check =
+          [](const ParamList& p) {
+            std::vector<ParamIssue> issues;
+            const int64_t n = P(p, "num_output_channels").AsInt();
+            if (n != 1 && n != 3) {
+              issues.push_back({"num_output_channels",
+                                "num_output_channels must be 1 or 3, got " + std::to_string(n),
+                                "use 1 for a single channel or 3 for an RGB-shaped result"});
+            }
+            return issues;
+          },
       .infer = [](std::span<const TensorType> inputs,
                   const ParamList& p) -> Result<std::vector<TensorType>> {
         auto in = ColorInput("grayscale", inputs);

@@ -39,8 +39,7 @@ struct TjDeleter {
   void operator()(void* handle) const { tjDestroy(handle); }
 };
 
-Result<RefTensor> DecodeJpegReference(const RefTensor& in, const ParamList& params,
-                                      RefContext&) {
+Result<RefTensor> DecodeJpegReference(const RefTensor& in, const ParamList& params, RefContext&) {
   if (!in.type.encoded()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "decode_jpeg expects encoded bytes, got " + in.type.ToString());
@@ -77,8 +76,8 @@ Result<RefTensor> DecodeJpegReference(const RefTensor& in, const ParamList& para
       float rgb[3];
       for (int c = 0; c < 3; ++c) rgb[c] = std::nearbyint(px[c] * px[3] / 255.0f);
       if (gray) {
-        out.data[i] = RoundToDType(0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2],
-                                   DType::kUInt8);
+        out.data[i] =
+            RoundToDType(0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2], DType::kUInt8);
       } else {
         for (int c = 0; c < 3; ++c) out.data[i * 3 + c] = rgb[c];
       }

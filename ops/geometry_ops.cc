@@ -30,8 +30,9 @@ ParamDef SizeParam(std::string doc) {
 ParamDef InterpolationParam() {
   return ParamDef{.name = "interpolation",
                   .type = ParamType::kEnum,
-                  .doc = "Resampling filter: bilinear (triangle), bicubic (Keys, a = -0.5), "
-                         "area (box) or nearest.",
+                  .doc =
+                      "Resampling filter: bilinear (triangle), bicubic (Keys, a = -0.5), "
+                      "area (box) or nearest.",
                   .default_value = VStr("bilinear"),
                   .choices = kInterpolations};
 }
@@ -39,8 +40,9 @@ ParamDef InterpolationParam() {
 ParamDef AntialiasParam() {
   return ParamDef{.name = "antialias",
                   .type = ParamType::kBool,
-                  .doc = "Widen the filter by the downscaling factor (as PIL and torchvision "
-                         "antialias=True) so shrinking does not alias.",
+                  .doc =
+                      "Widen the filter by the downscaling factor (as PIL and torchvision "
+                      "antialias=True) so shrinking does not alias.",
                   .default_value = VBool(true)};
 }
 
@@ -199,22 +201,23 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
                               "shrinks to keep the aspect ratio.",
                        .min = 1},
           },
-      .check = [](const ParamList& p) {
-        std::vector<ParamIssue> issues;
-        const auto& size = P(p, "size").AsIntList();
-        if (const ParamValue* max_size = FindParam(p, "max_size")) {
-          if (size.size() != 1) {
-            issues.push_back({"max_size", "max_size only applies when size is one value",
-                              "remove max_size, or give size as one value (the shorter side)"});
-          } else if (max_size->AsInt() <= size[0]) {
-            issues.push_back({"max_size",
-                              "max_size " + std::to_string(max_size->AsInt()) +
-                                  " must be greater than size " + std::to_string(size[0]),
-                              "raise max_size or lower size"});
-          }
-        }
-        return issues;
-      },
+      .check =
+          [](const ParamList& p) {
+            std::vector<ParamIssue> issues;
+            const auto& size = P(p, "size").AsIntList();
+            if (const ParamValue* max_size = FindParam(p, "max_size")) {
+              if (size.size() != 1) {
+                issues.push_back({"max_size", "max_size only applies when size is one value",
+                                  "remove max_size, or give size as one value (the shorter side)"});
+              } else if (max_size->AsInt() <= size[0]) {
+                issues.push_back({"max_size",
+                                  "max_size " + std::to_string(max_size->AsInt()) +
+                                      " must be greater than size " + std::to_string(size[0]),
+                                  "raise max_size or lower size"});
+              }
+            }
+            return issues;
+          },
       .infer = [](std::span<const TensorType> inputs,
                   const ParamList& p) -> Result<std::vector<TensorType>> {
         auto in = GeometryInput("resize", inputs);
@@ -308,30 +311,31 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
               AntialiasParam(),
           },
       .random = true,
-      .check = [](const ParamList& p) {
-        std::vector<ParamIssue> issues;
-        const auto& scale = P(p, "scale").AsFloatList();
-        const auto& ratio = P(p, "ratio").AsFloatList();
-        if (scale.size() == 2 && scale[0] > scale[1]) {
-          issues.push_back({"scale", "scale bounds are reversed: " + FloatsText(scale),
-                            "write the smaller bound first: " +
-                                FloatsText({scale[1], scale[0]})});
-        } else if (scale.size() == 2 && scale[1] <= 0) {
-          issues.push_back({"scale", "scale upper bound must be greater than 0, got " +
-                                         FloatsText(scale),
-                            "use a range such as [0.08, 1.0]"});
-        }
-        if (ratio.size() == 2 && (ratio[0] <= 0 || ratio[1] <= 0)) {
-          issues.push_back({"ratio", "ratio bounds must be greater than 0, got " +
-                                         FloatsText(ratio),
-                            "use a range such as [0.75, 1.3333]"});
-        } else if (ratio.size() == 2 && ratio[0] > ratio[1]) {
-          issues.push_back({"ratio", "ratio bounds are reversed: " + FloatsText(ratio),
-                            "write the smaller bound first: " +
-                                FloatsText({ratio[1], ratio[0]})});
-        }
-        return issues;
-      },
+      .check =
+          [](const ParamList& p) {
+            std::vector<ParamIssue> issues;
+            const auto& scale = P(p, "scale").AsFloatList();
+            const auto& ratio = P(p, "ratio").AsFloatList();
+            if (scale.size() == 2 && scale[0] > scale[1]) {
+              issues.push_back(
+                  {"scale", "scale bounds are reversed: " + FloatsText(scale),
+                   "write the smaller bound first: " + FloatsText({scale[1], scale[0]})});
+            } else if (scale.size() == 2 && scale[1] <= 0) {
+              issues.push_back(
+                  {"scale", "scale upper bound must be greater than 0, got " + FloatsText(scale),
+                   "use a range such as [0.08, 1.0]"});
+            }
+            if (ratio.size() == 2 && (ratio[0] <= 0 || ratio[1] <= 0)) {
+              issues.push_back({"ratio",
+                                "ratio bounds must be greater than 0, got " + FloatsText(ratio),
+                                "use a range such as [0.75, 1.3333]"});
+            } else if (ratio.size() == 2 && ratio[0] > ratio[1]) {
+              issues.push_back(
+                  {"ratio", "ratio bounds are reversed: " + FloatsText(ratio),
+                   "write the smaller bound first: " + FloatsText({ratio[1], ratio[0]})});
+            }
+            return issues;
+          },
       .infer = [](std::span<const TensorType> inputs,
                   const ParamList& p) -> Result<std::vector<TensorType>> {
         auto in = GeometryInput("random_resized_crop", inputs);
@@ -410,7 +414,8 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
              (w != kDynamic && std::max(ltrb[0], ltrb[2]) >= w))) {
           return MakeError(ErrorCode::kInvalidSpec,
                            "`pad` with mode: reflect needs padding smaller than the image, got "
-                           "padding " + P(p, "padding").ToString() + " for " + in->ToString(),
+                           "padding " +
+                               P(p, "padding").ToString() + " for " + in->ToString(),
                            "use mode: edge, or pad less");
         }
         return WithHW(*in, h == kDynamic ? kDynamic : h + ltrb[1] + ltrb[3],

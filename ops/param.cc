@@ -20,11 +20,21 @@ std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char esc[8];
@@ -43,16 +53,26 @@ std::string Quote(const std::string& s) {
 
 std::string ParamTypeName(ParamType type) {
   switch (type) {
-    case ParamType::kBool: return "bool";
-    case ParamType::kInt: return "int";
-    case ParamType::kFloat: return "float";
-    case ParamType::kString: return "string";
-    case ParamType::kEnum: return "enum";
-    case ParamType::kIntList: return "int list";
-    case ParamType::kFloatList: return "float list";
-    case ParamType::kAutoInt: return "int or auto";
-    case ParamType::kStringMap: return "string map";
-    case ParamType::kSection: return "section";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kFloat:
+      return "float";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kEnum:
+      return "enum";
+    case ParamType::kIntList:
+      return "int list";
+    case ParamType::kFloatList:
+      return "float list";
+    case ParamType::kAutoInt:
+      return "int or auto";
+    case ParamType::kStringMap:
+      return "string map";
+    case ParamType::kSection:
+      return "section";
   }
   return "?";
 }

@@ -109,24 +109,25 @@ void RegisterPointwiseOps(std::vector<OpDef>& ops) {
                        .doc = "Divisor applied first, e.g. 255 to map uint8 to [0, 1].",
                        .default_value = VFloat(1.0)},
           },
-      .check = [](const ParamList& p) {
-        std::vector<ParamIssue> issues;
-        for (double s : P(p, "std").AsFloatList()) {
-          if (!(s > 0)) {
-            issues.push_back({"std", "std values must be greater than 0, got " +
-                                         P(p, "std").ToString(),
-                              "use the dataset's per-channel standard deviation, e.g. "
-                              "[0.229, 0.224, 0.225]"});
-            break;
-          }
-        }
-        if (!(P(p, "scale").AsFloat() > 0)) {
-          issues.push_back({"scale", "scale must be greater than 0, got " +
-                                         P(p, "scale").ToString(),
-                            "use 255 for uint8 images or 1 for images already in [0, 1]"});
-        }
-        return issues;
-      },
+      .check =
+          [](const ParamList& p) {
+            std::vector<ParamIssue> issues;
+            for (double s : P(p, "std").AsFloatList()) {
+              if (!(s > 0)) {
+                issues.push_back(
+                    {"std", "std values must be greater than 0, got " + P(p, "std").ToString(),
+                     "use the dataset's per-channel standard deviation, e.g. "
+                     "[0.229, 0.224, 0.225]"});
+                break;
+              }
+            }
+            if (!(P(p, "scale").AsFloat() > 0)) {
+              issues.push_back({"scale",
+                                "scale must be greater than 0, got " + P(p, "scale").ToString(),
+                                "use 255 for uint8 images or 1 for images already in [0, 1]"});
+            }
+            return issues;
+          },
       .infer = InferNormalize,
       .reference = NormalizeRef,
   });

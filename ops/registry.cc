@@ -57,9 +57,9 @@ void WrapWithDefaults(OpDef& op) {
   }
   if (op.infer) {
     auto inner = std::move(op.infer);
-    op.infer = [defs, inner, missing_error](std::span<const TensorType> inputs,
-                                            const ParamList& params)
-        -> Result<std::vector<TensorType>> {
+    op.infer = [defs, inner, missing_error](
+                   std::span<const TensorType> inputs,
+                   const ParamList& params) -> Result<std::vector<TensorType>> {
       ParamList full = WithDefaults(defs, params);
       for (const std::string& m : MissingRequired(defs, full)) return missing_error(m);
       return inner(inputs, full);
@@ -104,7 +104,9 @@ const Registry& GetRegistry() {
 size_t EditDistance(std::string_view a, std::string_view b) {
   const size_t n = a.size(), m = b.size();
   std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
-  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
   for (size_t i = 0; i <= n; ++i) d[i][0] = i;
   for (size_t j = 0; j <= m; ++j) d[0][j] = j;
   for (size_t i = 1; i <= n; ++i) {
@@ -124,12 +126,18 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 std::string_view OpClassName(OpClass op_class) {
   switch (op_class) {
-    case OpClass::kSource: return "source";
-    case OpClass::kDecode: return "decode";
-    case OpClass::kResample: return "resample";
-    case OpClass::kPointwise: return "pointwise";
-    case OpClass::kBatch: return "batch";
-    case OpClass::kDevice: return "device";
+    case OpClass::kSource:
+      return "source";
+    case OpClass::kDecode:
+      return "decode";
+    case OpClass::kResample:
+      return "resample";
+    case OpClass::kPointwise:
+      return "pointwise";
+    case OpClass::kBatch:
+      return "batch";
+    case OpClass::kDevice:
+      return "device";
   }
   return "?";
 }
@@ -272,10 +280,10 @@ std::vector<ParamIssue> CheckSamplingParams(const ParamList& given) {
                       "remove them, or use sharding: auto"});
   }
   if (rank != -1 && world != -1 && rank >= world) {
-    issues.push_back({"rank",
-                      "rank " + std::to_string(rank) + " is not less than world_size " +
-                          std::to_string(world),
-                      "ranks count from 0 to world_size - 1"});
+    issues.push_back(
+        {"rank",
+         "rank " + std::to_string(rank) + " is not less than world_size " + std::to_string(world),
+         "ranks count from 0 to world_size - 1"});
   }
   return issues;
 }
@@ -333,24 +341,23 @@ Status ExpectNumInputs(std::string_view op, std::span<const TensorType> inputs, 
   if (static_cast<int>(inputs.size()) == n) return Ok();
   return MakeError(ErrorCode::kInvalidSpec,
                    "`" + std::string(op) + "` takes " + std::to_string(n) +
-                       (n == 1 ? " input" : " inputs") + ", got " +
-                       std::to_string(inputs.size()),
+                       (n == 1 ? " input" : " inputs") + ", got " + std::to_string(inputs.size()),
                    n == 1 ? "give one tensor name in `in:`" : "");
 }
 
 Status ExpectImage(std::string_view op, const TensorType& t) {
   const std::string name(op);
   if (t.encoded()) {
-    return MakeError(ErrorCode::kInvalidSpec,
-                     "`" + name + "` expects a decoded image, got encoded bytes (" + t.ToString() +
-                         ")",
-                     "add decode_jpeg before it");
+    return MakeError(
+        ErrorCode::kInvalidSpec,
+        "`" + name + "` expects a decoded image, got encoded bytes (" + t.ToString() + ")",
+        "add decode_jpeg before it");
   }
   if (t.rank() != 3 || (t.layout != Layout::kHWC && t.layout != Layout::kCHW)) {
-    return MakeError(ErrorCode::kInvalidSpec,
-                     "`" + name + "` expects a decoded image (rank 3, HWC or CHW), got " +
-                         t.ToString(),
-                     "apply it to an image tensor such as the output of decode_jpeg");
+    return MakeError(
+        ErrorCode::kInvalidSpec,
+        "`" + name + "` expects a decoded image (rank 3, HWC or CHW), got " + t.ToString(),
+        "apply it to an image tensor such as the output of decode_jpeg");
   }
   if (t.dtype != DType::kUInt8 && !IsFloat(t.dtype)) {
     return MakeError(ErrorCode::kInvalidSpec,

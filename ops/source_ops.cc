@@ -30,9 +30,8 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                           .required = true}},
       .output_names = {"jpg", "cls"},
       .num_inputs = 0,
-      .infer = [](std::span<const TensorType> in, const ParamList&) {
-        return InferSource("image_folder", in);
-      },
+      .infer = [](std::span<const TensorType> in,
+                  const ParamList&) { return InferSource("image_folder", in); },
   });
   ops.push_back(OpDef{
       .name = "file_list",
@@ -62,17 +61,17 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
           },
       .output_names = {"jpg", "cls"},
       .num_inputs = 0,
-      .check = [](const ParamList& p) {
-        std::vector<ParamIssue> issues;
-        if (P(p, "path_column").AsString() == P(p, "label_column").AsString()) {
-          issues.push_back({"label_column", "path_column and label_column name the same column",
-                            "give the label column's own header name"});
-        }
-        return issues;
-      },
-      .infer = [](std::span<const TensorType> in, const ParamList&) {
-        return InferSource("file_list", in);
-      },
+      .check =
+          [](const ParamList& p) {
+            std::vector<ParamIssue> issues;
+            if (P(p, "path_column").AsString() == P(p, "label_column").AsString()) {
+              issues.push_back({"label_column", "path_column and label_column name the same column",
+                                "give the label column's own header name"});
+            }
+            return issues;
+          },
+      .infer = [](std::span<const TensorType> in,
+                  const ParamList&) { return InferSource("file_list", in); },
   });
 }
 

@@ -74,11 +74,14 @@ float RoundToDType(float value, DType dtype) {
       if (value <= 0.0f) return 0.0f;
       if (value >= 255.0f) return 255.0f;
       return std::nearbyint(value);  // default rounding mode: half to even
-    case DType::kFloat16: return RoundToHalf(value);
-    case DType::kBFloat16: return RoundToBFloat16(value);
+    case DType::kFloat16:
+      return RoundToHalf(value);
+    case DType::kBFloat16:
+      return RoundToBFloat16(value);
     case DType::kBytes:
     case DType::kInt64:
-    case DType::kFloat32: return value;
+    case DType::kFloat32:
+      return value;
   }
   return value;
 }

@@ -30,8 +30,7 @@ Filter ParseFilter(std::string_view name) {
   return Filter::kBilinear;
 }
 
-std::vector<Taps> ResampleTaps(int64_t in_size, int64_t out_size, Filter filter,
-                               bool antialias) {
+std::vector<Taps> ResampleTaps(int64_t in_size, int64_t out_size, Filter filter, bool antialias) {
   std::vector<Taps> taps(static_cast<size_t>(out_size));
   const double scale = static_cast<double>(in_size) / static_cast<double>(out_size);
   if (filter == Filter::kNearest) {
@@ -41,8 +40,12 @@ std::vector<Taps> ResampleTaps(int64_t in_size, int64_t out_size, Filter filter,
     }
     return taps;
   }
-  double (*fn)(double) = filter == Filter::kBicubic ? Keys : filter == Filter::kArea ? Box : Triangle;
-  const double base_support = filter == Filter::kBicubic ? 2.0 : filter == Filter::kArea ? 0.5 : 1.0;
+  double (*fn)(double) = filter == Filter::kBicubic ? Keys
+                         : filter == Filter::kArea  ? Box
+                                                    : Triangle;
+  const double base_support = filter == Filter::kBicubic ? 2.0
+                              : filter == Filter::kArea  ? 0.5
+                                                         : 1.0;
   const double filter_scale = antialias ? std::max(1.0, scale) : 1.0;
   const double support = base_support * filter_scale;
   for (int64_t i = 0; i < out_size; ++i) {

@@ -1,7 +1,6 @@
 // decode_jpeg's reference implementation on JPEGs made here with tjCompress2.
-#include <turbojpeg.h>
-
 #include <gtest/gtest.h>
+#include <turbojpeg.h>
 
 #include <cmath>
 
@@ -27,8 +26,8 @@ std::vector<uint8_t> Encode(const std::vector<unsigned char>& pixels, int w, int
 
 Result<RefTensor> Decode(std::vector<uint8_t> bytes, const std::string& color = "rgb") {
   RefContext ctx;
-  return FindOp("decode_jpeg")->reference(RefTensor::Encoded(std::move(bytes)),
-                                           {{"color", ParamValue{color}}}, ctx);
+  return FindOp("decode_jpeg")
+      ->reference(RefTensor::Encoded(std::move(bytes)), {{"color", ParamValue{color}}}, ctx);
 }
 
 TEST(DecodeJpegRefTest, RgbRoundTrip) {
@@ -44,7 +43,8 @@ TEST(DecodeJpegRefTest, RgbRoundTrip) {
   ASSERT_TRUE(out) << out.error().ToString();
   EXPECT_EQ(out->type.ToString(), "uint8[8,16,3] HWC");
   double max_err = 0;
-  for (int i = 0; i < w * h * 3; ++i) max_err = std::max<double>(max_err, std::fabs(out->data[i] - px[i]));
+  for (int i = 0; i < w * h * 3; ++i)
+    max_err = std::max<double>(max_err, std::fabs(out->data[i] - px[i]));
   EXPECT_LE(max_err, 4.0);  // quality 100, 4:4:4: near lossless
 
   auto gray = Decode(Encode(px, w, h, TJPF_RGB, TJSAMP_444), "gray");

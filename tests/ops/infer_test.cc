@@ -56,8 +56,11 @@ TEST(InferTest, Resize) {
 
 TEST(InferTest, EncodedInputIsAnErrorWithHint) {
   for (const char* op : {"resize", "cast", "normalize", "layout", "random_flip"}) {
-    ParamList p = {{"size", Ints({4})}, {"dtype", Str("float32")}, {"to", Str("CHW")},
-                   {"mean", Floats({0})}, {"std", Floats({1})}};
+    ParamList p = {{"size", Ints({4})},
+                   {"dtype", Str("float32")},
+                   {"to", Str("CHW")},
+                   {"mean", Floats({0})},
+                   {"std", Floats({1})}};
     const OpDef* def = FindOp(op);
     // Keep only the op's own params.
     ParamList own;

@@ -16,7 +16,8 @@ ParamValue Ints(std::vector<int64_t> v) { return ParamValue{std::move(v)}; }
 ParamValue Floats(std::vector<double> v) { return ParamValue{std::move(v)}; }
 ParamValue Str(std::string s) { return ParamValue{std::move(s)}; }
 
-RefTensor RunOp(const std::string& op, const RefTensor& in, ParamList params, SampleRng* rng = nullptr) {
+RefTensor RunOp(const std::string& op, const RefTensor& in, ParamList params,
+                SampleRng* rng = nullptr) {
   RefContext ctx{rng};
   auto out = FindOp(op)->reference(in, params, ctx);
   EXPECT_TRUE(out) << op << ": " << (out ? "" : out.error().ToString());
@@ -34,12 +35,14 @@ RefTensor MakeImage(DType dtype, int64_t h, int64_t w, int64_t c, F f) {
 }
 
 TEST(ResizeRefTest, ConstantStaysConstant) {
-  const RefTensor in = MakeImage(DType::kUInt8, 17, 23, 3, [](auto, auto, auto c) { return 40 + c; });
+  const RefTensor in =
+      MakeImage(DType::kUInt8, 17, 23, 3, [](auto, auto, auto c) { return 40 + c; });
   for (const char* interp : {"bilinear", "bicubic", "area", "nearest"}) {
     for (bool aa : {true, false}) {
       for (auto size : {std::vector<int64_t>{5, 7}, std::vector<int64_t>{40, 31}}) {
-        const RefTensor out = RunOp("resize", in, {{"size", Ints(size)}, {"interpolation", Str(interp)},
-                                                 {"antialias", ParamValue{aa}}});
+        const RefTensor out = RunOp(
+            "resize", in,
+            {{"size", Ints(size)}, {"interpolation", Str(interp)}, {"antialias", ParamValue{aa}}});
         ASSERT_EQ(out.type.dims, (std::vector<int64_t>{size[0], size[1], 3}));
         for (int64_t y = 0; y < out.height(); ++y)
           for (int64_t x = 0; x < out.width(); ++x)
@@ -50,8 +53,10 @@ TEST(ResizeRefTest, ConstantStaysConstant) {
 }
 
 TEST(ResizeRefTest, AreaHalvingAverages) {
-  const RefTensor in = MakeImage(DType::kFloat32, 4, 4, 1, [](auto y, auto x, auto) { return y * 4 + x; });
-  const RefTensor out = RunOp("resize", in, {{"size", Ints({2, 2})}, {"interpolation", Str("area")}});
+  const RefTensor in =
+      MakeImage(DType::kFloat32, 4, 4, 1, [](auto y, auto x, auto) { return y * 4 + x; });
+  const RefTensor out =
+      RunOp("resize", in, {{"size", Ints({2, 2})}, {"interpolation", Str("area")}});
   EXPECT_FLOAT_EQ(out.at(0, 0, 0), (0 + 1 + 4 + 5) / 4.0f);
   EXPECT_FLOAT_EQ(out.at(0, 1, 0), (2 + 3 + 6 + 7) / 4.0f);
   EXPECT_FLOAT_EQ(out.at(1, 1, 0), (10 + 11 + 14 + 15) / 4.0f);
@@ -65,7 +70,8 @@ TEST(ResizeRefTest, AreaHalvingAverages) {
 
 TEST(ResizeRefTest, Uint8RoundsAndShorterSide) {
   const RefTensor in = MakeImage(DType::kUInt8, 1, 2, 1, [](auto, auto x, auto) { return x * 3; });
-  const RefTensor out = RunOp("resize", in, {{"size", Ints({1, 1})}, {"interpolation", Str("area")}});
+  const RefTensor out =
+      RunOp("resize", in, {{"size", Ints({1, 1})}, {"interpolation", Str("area")}});
   EXPECT_EQ(out.at(0, 0, 0), 2.0f);  // 1.5 rounds half to even -> 2
   const RefTensor tall = RefTensor::Zeros(DType::kUInt8, Layout::kHWC, {300, 200, 3});
   EXPECT_EQ(RunOp("resize", tall, {{"size", Ints({100})}}).type.dims,
@@ -73,13 +79,14 @@ TEST(ResizeRefTest, Uint8RoundsAndShorterSide) {
   const RefTensor wide = RefTensor::Zeros(DType::kUInt8, Layout::kHWC, {3, 10, 1});
   EXPECT_EQ(RunOp("resize", wide, {{"size", Ints({2})}}).type.dims,
             (std::vector<int64_t>{2, 6, 1}));  // int(2 * 10 / 3) = 6
-  EXPECT_EQ(RunOp("resize", wide, {{"size", Ints({2})}, {"max_size", ParamValue{int64_t{4}}}})
-                .type.dims,
-            (std::vector<int64_t>{1, 4, 1}));  // int(4 * 2 / 6) = 1
+  EXPECT_EQ(
+      RunOp("resize", wide, {{"size", Ints({2})}, {"max_size", ParamValue{int64_t{4}}}}).type.dims,
+      (std::vector<int64_t>{1, 4, 1}));  // int(4 * 2 / 6) = 1
 }
 
 TEST(CropRefTest, CenterCropAndPadding) {
-  const RefTensor in = MakeImage(DType::kUInt8, 4, 5, 1, [](auto y, auto x, auto) { return 1 + y * 5 + x; });
+  const RefTensor in =
+      MakeImage(DType::kUInt8, 4, 5, 1, [](auto y, auto x, auto) { return 1 + y * 5 + x; });
   // 2x2 from 4x5: top = round(1.0) = 1, left = round(1.5) = 2 (half to even).
   RefTensor out = RunOp("center_crop", in, {{"size", Ints({2})}});
   EXPECT_EQ(out.data, (std::vector<float>{8, 9, 13, 14}));
@@ -94,13 +101,17 @@ TEST(CropRefTest, CenterCropAndPadding) {
   out = RunOp("center_crop", in, {{"size", Ints({5, 5})}});
   EXPECT_EQ(out.at(0, 0, 0), 1);
   EXPECT_EQ(out.at(4, 0, 0), 0);
-  out = RunOp("crop", in, {{"top", ParamValue{int64_t{3}}}, {"left", ParamValue{int64_t{4}}},
-                         {"height", ParamValue{int64_t{2}}}, {"width", ParamValue{int64_t{2}}}});
+  out = RunOp("crop", in,
+              {{"top", ParamValue{int64_t{3}}},
+               {"left", ParamValue{int64_t{4}}},
+               {"height", ParamValue{int64_t{2}}},
+               {"width", ParamValue{int64_t{2}}}});
   EXPECT_EQ(out.data, (std::vector<float>{20, 0, 0, 0}));
 }
 
 TEST(FlipRefTest, FlipTwiceIsIdentity) {
-  const RefTensor in = MakeImage(DType::kUInt8, 3, 4, 2, [](auto y, auto x, auto c) { return y * 8 + x * 2 + c; });
+  const RefTensor in =
+      MakeImage(DType::kUInt8, 3, 4, 2, [](auto y, auto x, auto c) { return y * 8 + x * 2 + c; });
   SampleRng rng(0, 0, 0, 0);
   ParamList both = {{"horizontal", ParamValue{1.0}}, {"vertical", ParamValue{1.0}}};
   const RefTensor once = RunOp("random_flip", in, both, &rng);
@@ -146,7 +157,8 @@ TEST(RandomResizedCropRefTest, FallbackAndDeterminism) {
   EXPECT_EQ(ref::RandomResizedCropBox(16, 8, {1.0, 1.0}, {1.0, 2.0}, rng),
             (ref::CropBox{4, 0, 8, 8}));
 
-  const RefTensor in = MakeImage(DType::kUInt8, 40, 50, 3, [](auto y, auto x, auto c) { return (y * 7 + x * 3 + c) % 256; });
+  const RefTensor in = MakeImage(DType::kUInt8, 40, 50, 3,
+                                 [](auto y, auto x, auto c) { return (y * 7 + x * 3 + c) % 256; });
   ParamList p = {{"size", Ints({8, 8})}};
   SampleRng a(3, 1, 99, 4), b(3, 1, 99, 4), c(3, 1, 100, 4);
   const RefTensor ra = RunOp("random_resized_crop", in, p, &a);
@@ -170,10 +182,12 @@ TEST(RandomResizedCropRefTest, FallbackAndDeterminism) {
 }
 
 TEST(NormalizeRefTest, Arithmetic) {
-  const RefTensor in = MakeImage(DType::kUInt8, 1, 1, 3, [](auto, auto, auto c) { return 51 * (c + 1); });
-  const RefTensor out = RunOp("normalize", in, {{"mean", Floats({0.5, 0.5, 0.5})},
-                                              {"std", Floats({0.25, 0.5, 1.0})},
-                                              {"scale", ParamValue{255.0}}});
+  const RefTensor in =
+      MakeImage(DType::kUInt8, 1, 1, 3, [](auto, auto, auto c) { return 51 * (c + 1); });
+  const RefTensor out = RunOp("normalize", in,
+                              {{"mean", Floats({0.5, 0.5, 0.5})},
+                               {"std", Floats({0.25, 0.5, 1.0})},
+                               {"scale", ParamValue{255.0}}});
   EXPECT_EQ(out.type.dtype, DType::kFloat32);
   EXPECT_NEAR(out.at(0, 0, 0), (0.2 - 0.5) / 0.25, 1e-6);
   EXPECT_NEAR(out.at(0, 0, 1), (0.4 - 0.5) / 0.5, 1e-6);
@@ -199,7 +213,8 @@ TEST(CastRefTest, Rounding) {
 }
 
 TEST(LayoutRefTest, Permutes) {
-  const RefTensor in = MakeImage(DType::kUInt8, 2, 3, 2, [](auto y, auto x, auto c) { return y * 6 + x * 2 + c; });
+  const RefTensor in =
+      MakeImage(DType::kUInt8, 2, 3, 2, [](auto y, auto x, auto c) { return y * 6 + x * 2 + c; });
   const RefTensor chw = RunOp("layout", in, {{"to", Str("CHW")}});
   EXPECT_EQ(chw.type.ToString(), "uint8[2,2,3] CHW");
   EXPECT_EQ(chw.data, (std::vector<float>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}));
@@ -224,10 +239,12 @@ TEST(ColorRefTest, GrayscaleAndJitter) {
   SampleRng r1(4, 0, 0, 0), r2(4, 0, 0, 0);
   const double fb = r2.Uniform(0.5, 1.5);
   const RefTensor j = RunOp("color_jitter", in, {{"brightness", ParamValue{0.5}}}, &r1);
-  EXPECT_EQ(j.at(0, 0, 2), RoundToDType(static_cast<float>(std::min(255.0, 200 * fb)), DType::kUInt8));
+  EXPECT_EQ(j.at(0, 0, 2),
+            RoundToDType(static_cast<float>(std::min(255.0, 200 * fb)), DType::kUInt8));
   EXPECT_EQ(j.at(0, 1, 0), RoundToDType(static_cast<float>(10 * fb), DType::kUInt8));
   // Saturation 0 factor range [0, 2] applied to a gray image leaves it unchanged.
-  const RefTensor gray3 = MakeImage(DType::kUInt8, 2, 2, 3, [](auto y, auto x, auto) { return 30 + y * 2 + x; });
+  const RefTensor gray3 =
+      MakeImage(DType::kUInt8, 2, 2, 3, [](auto y, auto x, auto) { return 30 + y * 2 + x; });
   SampleRng r3(9, 0, 0, 0);
   EXPECT_EQ(RunOp("color_jitter", gray3, {{"saturation", ParamValue{1.0}}}, &r3).data, gray3.data);
 }

@@ -42,7 +42,9 @@ void CheckParamDef(const std::string& where, const ParamDef& def) {
       case ParamType::kAutoInt:
         if (v.AsInt() != -1) values.push_back(static_cast<double>(v.AsInt()));
         break;
-      case ParamType::kFloat: values.push_back(v.AsFloat()); break;
+      case ParamType::kFloat:
+        values.push_back(v.AsFloat());
+        break;
       case ParamType::kIntList:
         for (int64_t i : v.AsIntList()) values.push_back(static_cast<double>(i));
         EXPECT_NE(std::find(def.list_lengths.begin(), def.list_lengths.end(),
@@ -55,11 +57,19 @@ void CheckParamDef(const std::string& where, const ParamDef& def) {
                             static_cast<int>(values.size())),
                   def.list_lengths.end());
         break;
-      case ParamType::kBool: EXPECT_TRUE(std::holds_alternative<bool>(v.value)); break;
+      case ParamType::kBool:
+        EXPECT_TRUE(std::holds_alternative<bool>(v.value));
+        break;
       case ParamType::kString:
-      case ParamType::kEnum: EXPECT_TRUE(std::holds_alternative<std::string>(v.value)); break;
-      case ParamType::kStringMap: (void)v.AsStringMap(); break;
-      case ParamType::kSection: (void)v.AsSection(); break;
+      case ParamType::kEnum:
+        EXPECT_TRUE(std::holds_alternative<std::string>(v.value));
+        break;
+      case ParamType::kStringMap:
+        (void)v.AsStringMap();
+        break;
+      case ParamType::kSection:
+        (void)v.AsSection();
+        break;
     }
     for (double x : values) {
       if (def.min) {
@@ -107,10 +117,9 @@ TEST(RegistryTest, SectionParamsDocumented) {
 }
 
 TEST(RegistryTest, ExpectedOpsPresent) {
-  for (const char* name :
-       {"image_folder", "file_list", "batch", "decode_jpeg", "resize", "center_crop", "crop",
-        "random_resized_crop", "random_flip", "pad", "color_jitter", "grayscale", "normalize",
-        "layout", "cast"}) {
+  for (const char* name : {"image_folder", "file_list", "batch", "decode_jpeg", "resize",
+                           "center_crop", "crop", "random_resized_crop", "random_flip", "pad",
+                           "color_jitter", "grayscale", "normalize", "layout", "cast"}) {
     const OpDef* op = FindOp(name);
     ASSERT_NE(op, nullptr) << name;
     EXPECT_EQ(op->name, name);
