@@ -1,0 +1,75 @@
+// Loading and running fused kernels from a plan's kernels.so (run side).
+//
+// The runtime does not link Halide or LLVM: it dlopens kernels.so (whose
+// kernels carry their own Halide runtime), looks up each chain's symbol and
+// calls it through the C ABI of ops/fusion/kernel_abi.h, building the
+// halide_buffer_t descriptors on the stack: no heap allocation per call by
+// this code. (Chains with color_jitter let the kernel allocate one scratch
+// image for the contrast mean.)
+//
+// Thread safety: a KernelLibrary is immutable after Open; Kernel::Run may be
+// called concurrently from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ops/fusion/fused_chain.h"
+#include "ops/fusion/kernel_abi.h"
+#include "ops/fusion/sample_args.h"
+#include "sluice/result.h"
+
+namespace sluice::runtime {
+
+// A uint8 HWC image in host memory: row r starts at data + r * row_stride.
+struct ImageView {
+  const uint8_t* data = nullptr;
+  int64_t height = 0, width = 0, channels = 0;
+  int64_t row_stride = 0;  // bytes; >= width * channels
+};
+
+// One kernel, bound to its chain's output type. Cheap to copy.
+class Kernel {
+ public:
+  Kernel() = default;
+  // Runs the kernel on one sample: `out` receives output.num_elements() elements
+  // of the chain's output dtype in its layout (dense). `in.channels` must equal the
+  // chain's input channels. Errors: kInvalidArgument (shape mismatch), kInternal
+  // (the kernel returned a Halide error code).
+  Status Run(const ImageView& in, const SampleArgs& args, void* out) const;
+  const TensorType& output() const { return output_; }
+  bool cuda() const { return cuda_; }
+
+ private:
+  friend class KernelLibrary;
+  FusedKernelFn fn_ = nullptr;
+  TensorType output_;
+  int64_t in_channels_ = 3;
+  bool cuda_ = false;
+};
+
+class KernelLibrary {
+ public:
+  // dlopens `path`. Errors: kNotFound (no such file), kCorruptData (not a
+  // loadable shared library; the message has dlerror()).
+  static Result<KernelLibrary> Open(const std::string& path);
+
+  // The CPU kernel for `chain` (symbol chain.symbol). Errors: kNotFound (symbol
+  // missing: the library does not match the plan), kUnsupported (no CPU target
+  // in the library runs on this CPU: it was built without the SSE4.1 baseline
+  // and this CPU lacks the features).
+  Result<Kernel> CpuKernel(const FusedChain& chain) const;
+  // The CUDA kernel (symbol + kCudaSuffix), called with host buffers: the Halide
+  // CUDA runtime copies in and the output back. kNotFound when not built.
+  Result<Kernel> CudaKernel(const FusedChain& chain) const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Handle;
+  std::shared_ptr<Handle> handle_;
+  std::string path_;
+};
+
+}  // namespace sluice::runtime
