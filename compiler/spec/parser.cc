@@ -459,8 +459,10 @@ class ParamValidator {
         bool ok = true;
         for (const Entry& f : MapEntries(r_, n)) {
           if (!f.value.IsScalar()) {
-            r_.Error(f.value_mark, Tick(scope.qual + "." + def.name + "." + f.key) +
-                                       " must be a string, got " + Describe(f.value));
+            r_.Error(f.value_mark,
+                     Tick(scope.qual + "." + def.name + "." + f.key) + " must be a string, got " +
+                         Describe(f.value),
+                     "e.g. " + Tick(def.name + ": " + ExampleValue(def)));
             ok = false;
             continue;
           }
@@ -807,6 +809,7 @@ class SpecParser {
         graph_ops.push_back(op->name);
       }
     }
+    graph_ok_ = true;
     for (auto it = e.value.begin(); it != e.value.end(); ++it) {
       steps_.push_back(Step(*it, graph_ops));
     }
@@ -869,6 +872,7 @@ class SpecParser {
 
     std::vector<Entry> params;
     bool names_ok = true;
+    bool shape_ok = true;  // the parameters are a map (or empty)
     if (step.value.IsMap()) {
       params = MapEntries(r_, step.value);
     } else if (!step.value.IsNull()) {
@@ -877,7 +881,7 @@ class SpecParser {
                    Describe(step.value),
                "e.g. `- " + step.key + ": {param: value}`, or `- " + step.key +
                    ": {}` for the defaults");
-      names_ok = false;
+      shape_ok = false;
     }
     const Entry* in = nullptr;
     const Entry* out = nullptr;
@@ -939,12 +943,14 @@ class SpecParser {
       s.out_mark = s.mark;
       if (!s.in_names.empty()) s.out_name = s.in_names.front();
     }
-    if (!op_ok) return s;
+    if (!op_ok || !shape_ok) return s;
     bool params_ok = pv_.Validate(rest, op->params, Scope{op->name, "parameter", true}, s.mark,
                                   {"in", "out"}, s.params, s.param_marks, op->check);
     bool count_ok = true;
-    if (op->num_inputs >= 0 && names_ok &&
-        static_cast<int>(s.in_names.size()) != op->num_inputs) {
+    if (!in && s.in_names.empty()) {
+      count_ok = false;  // no default input: the source or the previous item is broken
+    } else if (op->num_inputs >= 0 && names_ok &&
+               static_cast<int>(s.in_names.size()) != op->num_inputs) {
       r_.Error(in ? in->value_mark : s.mark,
                Tick(op->name) + " takes " + std::to_string(op->num_inputs) +
                    (op->num_inputs == 1 ? " input" : " inputs") + ", got " +
@@ -1215,7 +1221,7 @@ class SpecParser {
         if (defs_[d].name == name) last = d;
       }
       if (last < 0) {
-        if (source_ok_) {
+        if (source_ok_ && graph_ok_) {
           std::string near = DidYouMean(name, all_names);
           r_.Error(mark, "batch field " + Tick(field) + " names unknown tensor " + Tick(name),
                    near.empty() ? "defined tensors: " + TickList(all_names)
@@ -1235,6 +1241,7 @@ class SpecParser {
   ParamValidator pv_;
   Spec spec_;
   bool source_ok_ = false;
+  bool graph_ok_ = false;  // `graph` is a non-empty list (its steps may still be bad)
   bool batch_ok_ = false;
   SourceMark batch_mark_;
   std::optional<Entry> fields_entry_;
