@@ -4,6 +4,25 @@
 // its defaults filled in; every node keeps the source mark it came from so that
 // later stages (type inference, placement) can still point at the user's text.
 // Strings may still contain ${VAR} references: they bind at load time.
+//
+// Tensor names. In the spec a step's `in` defaults to the previous step's
+// output (the first step: the source's first output, `jpg`) and its `out` to
+// its first input, so rebinding one name (`image` -> `image`) is the common
+// case. An input refers to the latest definition of its name before the step
+// in list order (source outputs come before every step); if there is none, to
+// the one later step that defines it (a forward reference). In the Spec every
+// name is a unique value name (SSA): the first definition of a name keeps it,
+// later definitions of the same name are renamed `image.1`, `image.2`, ... in
+// list order, and every input is rewritten to the value it refers to. `graph`
+// is in a topological order (list order where the spec was already in order),
+// so BuildGraph can map names to values in one pass. User-written tensor names
+// are identifiers ([A-Za-z_][A-Za-z0-9_]*), so they never collide with `x.N`.
+//
+// With errors, the Spec keeps only consistent parts: a step that is broken
+// (unknown op, bad parameter, bad names, in a cycle) is left out of `graph`,
+// and so is every step that reads from a left-out step; batch fields whose
+// tensor was left out are left out of `batch` too. Every name used in `graph`
+// and `batch.inputs` is still defined by the source or an earlier step.
 #pragma once
 
 #include <map>
@@ -27,18 +46,26 @@ struct SpecStep {
   std::vector<SourceMark> output_marks;
   bool explicit_out = false;               // the user wrote `out:`
   ParamList params;                        // validated, defaults filled
-  std::map<std::string, SourceMark> param_marks;  // where each user-given param was
+  // Where each user-given param's value was (its key when the value is empty).
+  // Fields of a kSection or kStringMap param are recorded too, as
+  // "section.field" (e.g. "on_error.policy", "fields.label").
+  std::map<std::string, SourceMark> param_marks;
 };
 
 struct Spec {
   std::string file;     // path as given to the compiler, used in marks
   int version = 1;      // `sluice:`
   std::string name;
-  SpecStep source;      // a source-class op; outputs e.g. {jpg, cls}
+  SpecStep source;      // a source-class op; outputs e.g. {jpg, cls}; mark = the `format`
+                        // value; op == nullptr when `source` is missing or broken
   ParamList sampling;   // validated against SamplingParams()
   std::map<std::string, SourceMark> sampling_marks;
   std::vector<SpecStep> graph;
-  SpecStep batch;       // the `batch` op; inputs are the field tensors, outputs the field names
+  // The `batch` op: outputs are the field names in the order of params["fields"]
+  // (a map, so sorted by field name); inputs are the field tensors' value names,
+  // each the final definition of the name the user wrote. params["fields"]
+  // keeps the names as written.
+  SpecStep batch;
   ParamList output;     // validated against OutputParams()
   std::map<std::string, SourceMark> output_marks;
 };
