@@ -126,8 +126,7 @@ std::vector<Entry> MapEntries(Reader& r, const YAML::Node& map) {
     const std::string name = key.Scalar();
     if (auto s = seen.find(name); s != seen.end()) {
       r.Error(key_mark, "duplicate key " + Tick(name),
-              "it was already given at line " + std::to_string(s->second.line) +
-                  "; keep only one");
+              "it was already given at line " + std::to_string(s->second.line) + "; keep only one");
       continue;
     }
     seen.emplace(name, key_mark);
@@ -210,12 +209,17 @@ std::string ExampleValue(const ParamDef& def) {
     return FormatNumber(v);
   };
   switch (def.type) {
-    case ParamType::kBool: return "true";
+    case ParamType::kBool:
+      return "true";
     case ParamType::kInt:
-    case ParamType::kAutoInt: return scalar(true);
-    case ParamType::kFloat: return scalar(false);
-    case ParamType::kString: return "value";
-    case ParamType::kEnum: return def.choices.empty() ? "value" : def.choices.front();
+    case ParamType::kAutoInt:
+      return scalar(true);
+    case ParamType::kFloat:
+      return scalar(false);
+    case ParamType::kString:
+      return "value";
+    case ParamType::kEnum:
+      return def.choices.empty() ? "value" : def.choices.front();
     case ParamType::kIntList:
     case ParamType::kFloatList: {
       int len = 2;
@@ -225,8 +229,10 @@ std::string ExampleValue(const ParamDef& def) {
       for (int i = 0; i < len; ++i) out += (i ? ", " : "") + one;
       return out + "]";
     }
-    case ParamType::kStringMap: return "{name: value}";
-    case ParamType::kSection: return "{}";
+    case ParamType::kStringMap:
+      return "{name: value}";
+    case ParamType::kSection:
+      return "{}";
   }
   return "value";
 }
@@ -257,16 +263,26 @@ std::string Expected(const ParamDef& def) {
     return scalar_ok ? std::string(one) + " or " + lst : lst;
   };
   switch (def.type) {
-    case ParamType::kBool: return "`true` or `false`";
-    case ParamType::kInt: return "an integer";
-    case ParamType::kFloat: return "a number";
-    case ParamType::kString: return "a string";
-    case ParamType::kEnum: return "one of " + TickList(def.choices);
-    case ParamType::kIntList: return list("an integer", "integers");
-    case ParamType::kFloatList: return list("a number", "numbers");
-    case ParamType::kAutoInt: return "`auto` or an integer";
-    case ParamType::kStringMap: return "a map of names to strings";
-    case ParamType::kSection: return "a map";
+    case ParamType::kBool:
+      return "`true` or `false`";
+    case ParamType::kInt:
+      return "an integer";
+    case ParamType::kFloat:
+      return "a number";
+    case ParamType::kString:
+      return "a string";
+    case ParamType::kEnum:
+      return "one of " + TickList(def.choices);
+    case ParamType::kIntList:
+      return list("an integer", "integers");
+    case ParamType::kFloatList:
+      return list("a number", "numbers");
+    case ParamType::kAutoInt:
+      return "`auto` or an integer";
+    case ParamType::kStringMap:
+      return "a map of names to strings";
+    case ParamType::kSection:
+      return "a map";
   }
   return "?";
 }
@@ -315,8 +331,8 @@ class ParamValidator {
         } else {
           hint = "valid " + scope.noun + "s: " + TickList(names);
         }
-        r_.Error(e.key_mark, "unknown " + scope.noun + " " + Tick(e.key) + " in " +
-                                 Tick(scope.qual), hint);
+        r_.Error(e.key_mark,
+                 "unknown " + scope.noun + " " + Tick(e.key) + " in " + Tick(scope.qual), hint);
         ok = false;
         continue;
       }
@@ -332,10 +348,9 @@ class ParamValidator {
     for (const ParamDef& d : defs) {
       if (!d.required || given.contains(d.name)) continue;
       const std::string example = d.name + ": " + ExampleValue(d);
-      r_.Error(owner,
-               "missing required " + scope.noun + " " + Tick(d.name) + " in " + Tick(scope.qual),
-               "add it, e.g. " +
-                   Tick(scope.op_style ? scope.qual + ": {" + example + "}" : example));
+      r_.Error(
+          owner, "missing required " + scope.noun + " " + Tick(d.name) + " in " + Tick(scope.qual),
+          "add it, e.g. " + Tick(scope.op_style ? scope.qual + ": {" + example + "}" : example));
       ok = false;
     }
     if (!ok) {
@@ -362,8 +377,8 @@ class ParamValidator {
 
   void TypeError(const ParamDef& def, const Scope& scope, const SourceMark& mark,
                  const YAML::Node& got, bool element = false) {
-    const std::string who = element ? "each element of " + Qual(scope, def.name)
-                                    : Qual(scope, def.name);
+    const std::string who =
+        element ? "each element of " + Qual(scope, def.name) : Qual(scope, def.name);
     r_.Error(mark,
              who + " must be " + (element ? ElementExpected(def) : Expected(def)) + ", got " +
                  Describe(got),
@@ -381,16 +396,17 @@ class ParamValidator {
     r_.Error(mark,
              Qual(scope, def.name) + " uses " + Tick(node.Scalar()) +
                  ", but variables are only allowed in string fields",
-             "write " + Expected(def) + " here; variables bind when the plan is loaded, after "
-             "compilation");
+             "write " + Expected(def) +
+                 " here; variables bind when the plan is loaded, after "
+                 "compilation");
     return true;
   }
 
   bool RangeCheck(const ParamDef& def, const Scope& scope, const SourceMark& mark, double v,
                   const std::string& text, bool element) {
     if (InRange(def, v)) return true;
-    const std::string who = element ? "each element of " + Qual(scope, def.name)
-                                    : Qual(scope, def.name);
+    const std::string who =
+        element ? "each element of " + Qual(scope, def.name) : Qual(scope, def.name);
     r_.Error(mark, who + " must be " + RangeText(def) + ", got " + Tick(text),
              "e.g. " + Tick(def.name + ": " + ExampleValue(def)));
     return false;
@@ -499,12 +515,11 @@ class ParamValidator {
       for (auto it = n.begin(); it != n.end(); ++it) {
         elems.emplace_back(*it, r_.MarkOf(*it, e.value_mark));
       }
-      if (!lengths.empty() &&
-          std::find(lengths.begin(), lengths.end(), static_cast<int>(elems.size())) ==
-              lengths.end()) {
-        r_.Error(e.value_mark, Qual(scope, def.name) + " must be " + Expected(def) + ", got " +
-                                   std::to_string(elems.size()) +
-                                   (elems.size() == 1 ? " element" : " elements"),
+      if (!lengths.empty() && std::find(lengths.begin(), lengths.end(),
+                                        static_cast<int>(elems.size())) == lengths.end()) {
+        r_.Error(e.value_mark,
+                 Qual(scope, def.name) + " must be " + Expected(def) + ", got " +
+                     std::to_string(elems.size()) + (elems.size() == 1 ? " element" : " elements"),
                  "e.g. " + Tick(def.name + ": " + ExampleValue(def)));
         return std::nullopt;
       }
@@ -654,8 +669,7 @@ class SpecParser {
     const SourceMark root_mark = r_.MarkOf(root, start);
     std::map<std::string, Entry> sections;
     for (Entry& e : MapEntries(r_, root)) {
-      if (std::find(TopLevelKeys().begin(), TopLevelKeys().end(), e.key) ==
-          TopLevelKeys().end()) {
+      if (std::find(TopLevelKeys().begin(), TopLevelKeys().end(), e.key) == TopLevelKeys().end()) {
         std::string near = DidYouMean(e.key, TopLevelKeys());
         r_.Error(e.key_mark, "unknown top-level key " + Tick(e.key),
                  near.empty() ? "valid keys: " + TickList(TopLevelKeys())
@@ -701,8 +715,7 @@ class SpecParser {
     if (graph) {
       Graph(*graph);
     } else {
-      missing("graph",
-              "add a list of steps, e.g. `graph: [{decode_jpeg: {in: jpg, out: image}}]`");
+      missing("graph", "add a list of steps, e.g. `graph: [{decode_jpeg: {in: jpg, out: image}}]`");
     }
     if (const Entry* e = find("batch")) {
       Batch(*e);
@@ -717,8 +730,8 @@ class SpecParser {
   }
 
   void Version(const Entry& e) {
-    const auto v = e.value.IsScalar() && !IsQuoted(e.value) ? ParseIntText(e.value.Scalar())
-                                                            : std::nullopt;
+    const auto v =
+        e.value.IsScalar() && !IsQuoted(e.value) ? ParseIntText(e.value.Scalar()) : std::nullopt;
     if (!v) {
       r_.Error(e.value_mark, "`sluice` must be the spec version number, got " + Describe(e.value),
                "write `sluice: 1`");
@@ -839,8 +852,8 @@ class SpecParser {
                                        "}`"
                                  : "write `- op: {param: value}`");
       } else {
-        r_.Error(s.mark, "a graph step must be a map with one key, the op name, got " +
-                             Describe(item),
+        r_.Error(s.mark,
+                 "a graph step must be a map with one key, the op name, got " + Describe(item),
                  item.IsScalar() ? "write `- " + item.Scalar() + ": {}`"
                                  : "write `- op: {param: value}`");
       }
@@ -855,9 +868,9 @@ class SpecParser {
     bool op_ok = true;
     if (!op) {
       std::string near = DidYouMean(step.key, graph_ops);
-      r_.Error(step.key_mark, "unknown op " + Tick(step.key),
-               near.empty() ? "valid ops: " + TickList(graph_ops)
-                            : "did you mean " + Tick(near) + "?");
+      r_.Error(
+          step.key_mark, "unknown op " + Tick(step.key),
+          near.empty() ? "valid ops: " + TickList(graph_ops) : "did you mean " + Tick(near) + "?");
       op_ok = false;
     } else if (op->op_class == OpClass::kSource) {
       r_.Error(step.key_mark, Tick(step.key) + " is a source format, not a graph op",
@@ -876,11 +889,11 @@ class SpecParser {
     if (step.value.IsMap()) {
       params = MapEntries(r_, step.value);
     } else if (!step.value.IsNull()) {
-      r_.Error(step.value_mark,
-               "the parameters of " + Tick(step.key) + " must be a map, got " +
-                   Describe(step.value),
-               "e.g. `- " + step.key + ": {param: value}`, or `- " + step.key +
-                   ": {}` for the defaults");
+      r_.Error(
+          step.value_mark,
+          "the parameters of " + Tick(step.key) + " must be a map, got " + Describe(step.value),
+          "e.g. `- " + step.key + ": {param: value}`, or `- " + step.key +
+              ": {}` for the defaults");
       shape_ok = false;
     }
     const Entry* in = nullptr;
@@ -934,8 +947,7 @@ class SpecParser {
         names_ok = false;
       } else {
         r_.Error(out->value_mark,
-                 "`out` of " + Tick(s.op_name) + " must name a tensor, got " +
-                     Describe(out->value),
+                 "`out` of " + Tick(s.op_name) + " must name a tensor, got " + Describe(out->value),
                  "e.g. `out: image`");
         names_ok = false;
       }
@@ -1172,7 +1184,9 @@ class SpecParser {
       std::vector<int> back = {cycle.front()};
       for (size_t i = cycle.size(); i-- > 1;) back.push_back(cycle[i]);
       back.push_back(cycle.front());
-      auto line = [&](int step) { return " (line " + std::to_string(steps_[step].mark.line) + ")"; };
+      auto line = [&](int step) {
+        return " (line " + std::to_string(steps_[step].mark.line) + ")";
+      };
       std::string hint = Tick(steps_[back[0]].op_name) + line(back[0]);
       for (size_t i = 0; i + 1 < back.size(); ++i) {
         const RawStep& from = steps_[back[i + 1]];

@@ -39,13 +39,13 @@ struct OpDef;
 // One entry of `graph:` (or the source, or the batch).
 struct SpecStep {
   const OpDef* op = nullptr;
-  SourceMark mark;                         // the op's key (e.g. `decode_jpeg:`)
-  std::vector<std::string> inputs;         // tensor names read, in order
-  std::vector<SourceMark> input_marks;     // where each input was named (or the op mark)
-  std::vector<std::string> outputs;        // tensor names written, in order
+  SourceMark mark;                      // the op's key (e.g. `decode_jpeg:`)
+  std::vector<std::string> inputs;      // tensor names read, in order
+  std::vector<SourceMark> input_marks;  // where each input was named (or the op mark)
+  std::vector<std::string> outputs;     // tensor names written, in order
   std::vector<SourceMark> output_marks;
-  bool explicit_out = false;               // the user wrote `out:`
-  ParamList params;                        // validated, defaults filled
+  bool explicit_out = false;  // the user wrote `out:`
+  ParamList params;           // validated, defaults filled
   // Where each user-given param's value was (its key when the value is empty).
   // Fields of a kSection or kStringMap param are recorded too, as
   // "section.field" (e.g. "on_error.policy", "fields.label").
@@ -53,12 +53,12 @@ struct SpecStep {
 };
 
 struct Spec {
-  std::string file;     // path as given to the compiler, used in marks
-  int version = 1;      // `sluice:`
+  std::string file;  // path as given to the compiler, used in marks
+  int version = 1;   // `sluice:`
   std::string name;
-  SpecStep source;      // a source-class op; outputs e.g. {jpg, cls}; mark = the `format`
-                        // value; op == nullptr when `source` is missing or broken
-  ParamList sampling;   // validated against SamplingParams()
+  SpecStep source;     // a source-class op; outputs e.g. {jpg, cls}; mark = the `format`
+                       // value; op == nullptr when `source` is missing or broken
+  ParamList sampling;  // validated against SamplingParams()
   std::map<std::string, SourceMark> sampling_marks;
   std::vector<SpecStep> graph;
   // The `batch` op: outputs are the field names in the order of params["fields"]
@@ -66,7 +66,7 @@ struct Spec {
   // each the final definition of the name the user wrote. params["fields"]
   // keeps the names as written.
   SpecStep batch;
-  ParamList output;     // validated against OutputParams()
+  ParamList output;  // validated against OutputParams()
   std::map<std::string, SourceMark> output_marks;
 };
 

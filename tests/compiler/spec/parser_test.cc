@@ -39,8 +39,8 @@ Spec Parse(const std::string& text, Diagnostics& diags) {
 
 TEST(SpecParser, ImagenetTrainExampleParses) {
   Diagnostics diags;
-  Spec spec = ParseSpecFile(std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml",
-                            diags);
+  Spec spec =
+      ParseSpecFile(std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml", diags);
   ASSERT_FALSE(diags.has_errors()) << diags.Render();
   EXPECT_EQ(spec.version, 1);
   EXPECT_EQ(spec.name, "imagenet_train");
@@ -60,8 +60,8 @@ TEST(SpecParser, ImagenetTrainExampleParses) {
   EXPECT_EQ(spec.sampling_marks.at("remainder").line, 13);
 
   ASSERT_EQ(spec.graph.size(), 6u);
-  const char* ops[] = {"decode_jpeg", "random_resized_crop", "random_flip",
-                       "normalize",   "layout",              "cast"};
+  const char* ops[] = {"decode_jpeg", "random_resized_crop", "random_flip", "normalize", "layout",
+                       "cast"};
   const char* ins[] = {"jpg", "image", "image.1", "image.2", "image.3", "image.4"};
   const char* outs[] = {"image", "image.1", "image.2", "image.3", "image.4", "image.5"};
   for (size_t i = 0; i < 6; ++i) {
@@ -115,8 +115,7 @@ TEST(SpecParser, ImagenetTrainExampleParses) {
 
 TEST(SpecParser, ImagenetEvalExampleParses) {
   Diagnostics diags;
-  Spec spec =
-      ParseSpecFile(std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_eval.yaml", diags);
+  Spec spec = ParseSpecFile(std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_eval.yaml", diags);
   ASSERT_FALSE(diags.has_errors()) << diags.Render();
   ASSERT_EQ(spec.graph.size(), 6u);
   // A scalar where a list of length 1 or 2 is allowed becomes a 1-list.
@@ -290,8 +289,9 @@ TEST(SpecParserErrors, NestedSectionValues) {
 }
 
 TEST(SpecParserErrors, TopLevelShape) {
-  EXPECT_EQ(Errors(""), "t.yaml:1:1: error: the spec is empty\n"
-                        "  hint: start with `sluice: 1` and a `name:`\n");
+  EXPECT_EQ(Errors(""),
+            "t.yaml:1:1: error: the spec is empty\n"
+            "  hint: start with `sluice: 1` and a `name:`\n");
   EXPECT_EQ(Errors("- a\n- b\n"),
             "t.yaml:1:1: error: the spec must be a map of sections, got a list\n"
             "  hint: start with `sluice: 1` and a `name:`\n");
