@@ -861,7 +861,12 @@ class SpecParser {
       s.out_name = default_in();
       return s;
     }
-    const Entry step = MapEntries(r_, item).front();
+    const std::vector<Entry> only = MapEntries(r_, item);
+    if (only.empty()) {  // a non-scalar key, reported by MapEntries
+      s.out_name = default_in();
+      return s;
+    }
+    const Entry& step = only.front();
     s.op_name = step.key;
     s.mark = step.key_mark;
     const OpDef* op = FindOp(step.key);

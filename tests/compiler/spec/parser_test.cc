@@ -236,6 +236,14 @@ TEST(SpecParserErrors, ListElementOutOfRangeAndLength) {
             "  hint: e.g. `mean: [0.485, 0.456, 0.406]`\n");
 }
 
+TEST(SpecParserErrors, SeveralAllowedListLengths) {
+  EXPECT_EQ(Errors(Doc("  - decode_jpeg: {out: image}\n"
+                       "  - pad: {padding: [1, 2, 3]}\n")),
+            "t.yaml:7:20: error: `pad.padding` must be an integer or a list of 2 or 4 integers, "
+            "got 3 elements\n"
+            "  hint: e.g. `padding: [0, 0, 0, 0]`\n");
+}
+
 TEST(SpecParserErrors, EnumWithoutCloseMatchHasNoHint) {
   EXPECT_EQ(Errors(Doc("  - decode_jpeg: {out: image}\n"
                        "  - cast: {dtype: half}\n")),
@@ -369,6 +377,14 @@ TEST(SpecParserErrors, GraphShape) {
             "  hint: move it out of `graph:`, e.g. `batch: {size: 256, fields: {image: image}}`\n"
             "t.yaml:9:13: error: the parameters of `resize` must be a map, got `256`\n"
             "  hint: e.g. `- resize: {param: value}`, or `- resize: {}` for the defaults\n");
+}
+
+TEST(SpecParserErrors, NonScalarKeys) {
+  EXPECT_EQ(Errors(Doc("  - decode_jpeg: {out: image}\n"
+                       "  - ? [resize]\n"
+                       "    : {size: 8}\n")),
+            "t.yaml:7:7: error: a key must be a plain name\n"
+            "  hint: write `name: value`\n");
 }
 
 TEST(SpecParserErrors, InputCountAndBadNames) {
