@@ -487,5 +487,32 @@ TEST(JpegDecode, TruncationBelowTheCropIsNotAnError) {
   EXPECT_EQ(whole.error().code, ErrorCode::kCorruptData);
 }
 
+TEST(JpegDecode, WarningsAreCountedAndOptionallyFatal) {
+  auto jpg = RgbJpeg(32, 32);
+  // Garbage before the SOS marker: libjpeg warns "extraneous bytes before marker".
+  size_t sos = 0;
+  for (size_t i = 2; i + 1 < jpg.size(); ++i) {
+    if (jpg[i] == 0xFF && jpg[i + 1] == 0xDA) {
+      sos = i;
+      break;
+    }
+  }
+  ASSERT_GT(sos, 0u);
+  auto bad = jpg;
+  bad.insert(bad.begin() + sos, {0x12, 0x34, 0x56});
+  ImageBuffer clean, out;
+  ASSERT_TRUE(Decode(jpg, clean).has_value());
+  auto r = Decode(bad, out);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->warnings, 1);
+  EXPECT_EQ(0, std::memcmp(out.data(), clean.data(), clean.size_bytes()));
+  DecodeRequest strict;
+  strict.fail_on_warning = true;
+  auto s = Decode(bad, out, strict);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(s.error().message.find("extraneous"), std::string::npos) << s.error().message;
+}
+
 }  // namespace
 }  // namespace sluice::runtime
