@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ops/fusion/fused_chain.h"
 #include "ops/fusion/kernel_abi.h"
@@ -44,10 +45,20 @@ class Kernel {
  private:
   friend class KernelLibrary;
   FusedKernelFn fn_ = nullptr;
+  std::shared_ptr<const void> library_;  // keeps kernels.so loaded
+  int (*copy_to_host_)(void*, halide_buffer_t*) = nullptr;  // CUDA only
+  int (*device_free_)(void*, halide_buffer_t*) = nullptr;
   TensorType output_;
   int64_t in_channels_ = 3;
   bool cuda_ = false;
 };
+
+// Whether this CPU can run at least one of `targets` (Halide target strings, as
+// recorded in plan.json / KernelArtifact::cpu_targets). The multitarget
+// dispatcher in kernels.so falls back to its last (baseline) target without a
+// check, so the plan loader must call this first. Error: kUnsupported naming the
+// targets.
+Status CheckCpuSupports(const std::vector<std::string>& targets);
 
 class KernelLibrary {
  public:

@@ -1,0 +1,377 @@
+// One fused chain as a Halide pipeline.
+//
+// Stages (CPU schedule in brackets):
+//   ytab/xtab   tap tables per axis: first window pixel and normalised weights of
+//               every resampled-grid index, in double as ref::ResampleTaps, cast to
+//               float at the end [compute_root; tiny]
+//   vert(c, sx, oy)   vertical pass straight from the uint8 input rows: for output
+//               row oy, sum over taps ky of wy * input row (first + ky), over the
+//               source columns of the window [per output row; channel and column
+//               fused and vectorised: dense loads of whole interleaved rows, no
+//               gathers]
+//   geom(c, ox, oy)   horizontal pass over vert, the fill outside the source
+//               window and after the post-resize crops, rounded to uint8 as the
+//               reference does [per output row, vectorised along ox]
+//   pointwise tail    color_jitter / grayscale / normalize / cast inlined into the
+//               output, written in the chain's layout and dtype
+// A chain without a rescaling op skips the tables and both passes: geom is an
+// integer gather (exact).
+// color_jitter needs the mean luma of the whole image, so with it geom is
+// computed for the whole output first.
+#include "compiler/codegen/chain_pipeline.h"
+
+#include <string>
+
+#include "ops/fusion/kernel_abi.h"
+#include "ops/fusion/sample_args.h"
+#include "ops/reference/resample.h"
+
+namespace sluice::codegen_internal {
+namespace {
+
+using namespace Halide;
+
+struct AxisParams {
+  Param<int32_t> flip, offset, valid_lo, valid_hi, resized, window_start, window, src_lo, src_hi,
+      taps;
+  explicit AxisParams(const std::string& a)
+      : flip(a + "_flip"),
+        offset(a + "_offset"),
+        valid_lo(a + "_valid_lo"),
+        valid_hi(a + "_valid_hi"),
+        resized(a + "_resized"),
+        window_start(a + "_window_start"),
+        window(a + "_window"),
+        src_lo(a + "_src_lo"),
+        src_hi(a + "_src_hi"),
+        taps(a + "_taps") {}
+  void Append(std::vector<Argument>& args) const {
+    for (const auto* p : {&flip, &offset, &valid_lo, &valid_hi, &resized, &window_start, &window,
+                          &src_lo, &src_hi, &taps}) {
+      args.push_back(*p);
+    }
+  }
+};
+
+Expr D(double v) { return Expr(v); }
+
+Expr FilterFn(ref::Filter f, Expr x) {
+  switch (f) {
+    case ref::Filter::kBicubic: {
+      const Expr a = D(-0.5);
+      x = abs(x);
+      return select(x < D(1.0), ((a + D(2.0)) * x - (a + D(3.0))) * x * x + D(1.0),
+                    x < D(2.0), (((x - D(5.0)) * x + D(8.0)) * x - D(4.0)) * a, D(0.0));
+    }
+    case ref::Filter::kArea:
+      return select(x > D(-0.5) && x <= D(0.5), D(1.0), D(0.0));
+    default:
+      x = abs(x);
+      return select(x < D(1.0), D(1.0) - x, D(0.0));
+  }
+}
+
+// Tap tables of one axis as ref::ResampleTaps(window, resized, filter, antialias).
+struct Taps {
+  Func first, weight;
+};
+
+Taps MakeTaps(const AxisParams& a, ref::Filter filter, bool antialias, const std::string& name) {
+  Var r("r"), k("k");
+  Taps t{Func(name + "_first"), Func(name + "_weight")};
+  Expr scale = cast<double>(a.window) / cast<double>(a.resized);
+  Expr rd = cast<double>(r);
+  if (filter == ref::Filter::kNearest) {
+    t.first(r) = min(cast<int>(floor(rd * scale)), a.window - 1);
+    t.weight(k, r) = select(k == 0, 1.0f, 0.0f);
+  } else {
+    const double base = filter == ref::Filter::kBicubic ? 2.0
+                        : filter == ref::Filter::kArea  ? 0.5
+                                                        : 1.0;
+    Expr fs = antialias ? max(Expr(1.0), scale) : Expr(1.0);
+    Expr support = D(base) * fs;
+    Expr center = (rd + D(0.5)) * scale;
+    Func lo(name + "_lo"), hi(name + "_hi");
+    lo(r) = max(0, cast<int>(center - support + D(0.5)));
+    hi(r) = min(a.window, cast<int>(center + support + D(0.5)));
+    Func raw(name + "_raw");
+    raw(k, r) = select(lo(r) + k < hi(r),
+                       FilterFn(filter, (cast<double>(lo(r) + k) - center + D(0.5)) / fs), D(0.0));
+    RDom kk(0, a.taps, name + "_kk");
+    Func total(name + "_total");
+    total(r) = D(0.0);
+    total(r) += raw(kk, r);
+    t.first(r) = select(total(r) != D(0.0), lo(r), clamp(cast<int>(center), 0, a.window - 1));
+    t.weight(k, r) = cast<float>(
+        select(total(r) != D(0.0), raw(k, r) / total(r), select(k == 0, D(1.0), D(0.0))));
+    total.compute_root();
+  }
+  t.first.compute_root();
+  t.weight.compute_root();
+  return t;
+}
+
+// Output index o -> o' (after the final flip).
+Expr Flipped(const AxisParams& a, Expr o, int64_t out) {
+  return select(a.flip != 0, static_cast<int>(out - 1) - o, o);
+}
+Expr Valid(const AxisParams& a, Expr o_flipped) {
+  return o_flipped >= a.valid_lo && o_flipped < a.valid_hi;
+}
+// Source index of window pixel j, clamped into the source range (and the image).
+Expr ClampedSource(const AxisParams& a, Expr j, Expr image_extent) {
+  Expr s = a.window_start + j;
+  return clamp(clamp(s, a.src_lo, max(a.src_lo, a.src_hi - 1)), 0, image_extent - 1);
+}
+Expr InSource(const AxisParams& a, Expr j) {
+  Expr s = a.window_start + j;
+  return s >= a.src_lo && s < a.src_hi;
+}
+
+Expr RoundTo(DType dtype, Expr e) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return clamp(round(e), 0.0f, 255.0f);
+    case DType::kFloat16:
+      return cast<float>(cast(Float(16), e));
+    case DType::kBFloat16:
+      return cast<float>(cast(BFloat(16), e));
+    default:
+      return e;
+  }
+}
+
+Type HalideType(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return UInt(8);
+    case DType::kFloat16:
+      return Float(16);
+    case DType::kBFloat16:
+      return BFloat(16);
+    default:
+      return Float(32);
+  }
+}
+
+const ParamValue& P(const ParamList& p, const std::string& name) { return p.at(name); }
+
+}  // namespace
+
+Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
+  SLUICE_RETURN_IF_ERROR(CheckFusable(chain));
+  const int in_c = static_cast<int>(chain.input.dims[2]);
+  const TensorType& ot = chain.output;
+  const int64_t out_h = ot.dims[ot.height_axis()], out_w = ot.dims[ot.width_axis()];
+  const int out_c = static_cast<int>(ot.dims[ot.channel_axis()]);
+
+  ImageParam in(UInt(8), 3, "in");
+  AxisParams ya("y"), xa("x");
+  Param<float> fill("fill"), brightness("brightness"), contrast("contrast"),
+      saturation("saturation");
+
+  Var c("c"), x("x"), y("y"), sx("sx");
+  Expr in_w = in.dim(1).extent(), in_h = in.dim(2).extent();
+
+  // The rescaling step, if any.
+  const ChainStep* rescale = nullptr;
+  for (const ChainStep& s : chain.steps) {
+    if (s.op->name == "resize" || s.op->name == "random_resized_crop") rescale = &s;
+  }
+
+  Expr oyf = Flipped(ya, y, out_h), oxf = Flipped(xa, x, out_w);
+  Expr valid = Valid(ya, oyf) && Valid(xa, oxf);
+  Expr ry = clamp(oyf + ya.offset, 0, max(ya.resized - 1, 0));
+  Expr rx = clamp(oxf + xa.offset, 0, max(xa.resized - 1, 0));
+
+  Func geom("geom");
+  Func vert("vert");
+  std::vector<Func> passes;
+  bool has_vert = false;
+  Taps yt, xt;
+  RDom ky, kx;
+  if (!rescale) {
+    Expr v = select(InSource(ya, ry) && InSource(xa, rx),
+                    cast<float>(in(c, ClampedSource(xa, rx, in_w), ClampedSource(ya, ry, in_h))),
+                    fill);
+    geom(c, x, y) = select(valid, v, fill);
+  } else {
+    const ref::Filter filter = ref::ParseFilter(P(rescale->params, "interpolation").AsString());
+    const bool aa = P(rescale->params, "antialias").AsBool();
+    yt = MakeTaps(ya, filter, aa, "ytab");
+    xt = MakeTaps(xa, filter, aa, "xtab");
+    Func acc("hacc");
+    if (gpu) {
+      // One thread per output pixel: the 2-D tap product directly (no row buffer).
+      RDom k2(0, xa.taps, 0, ya.taps, "k2");
+      Expr jx = xt.first(rx) + k2.x, jy = yt.first(ry) + k2.y;
+      Expr px = select(InSource(xa, jx) && InSource(ya, jy),
+                       cast<float>(in(c, ClampedSource(xa, jx, in_w), ClampedSource(ya, jy, in_h))),
+                       fill);
+      acc(c, x, y) = 0.0f;
+      acc(c, x, y) += xt.weight(k2.x, rx) * yt.weight(k2.y, ry) * px;
+    } else {
+      // Vertical pass: for output row y, all source columns of the window.
+      ky = RDom(0, ya.taps, "ky");
+      Expr jy = yt.first(ry) + ky;
+      Expr row = select(InSource(ya, jy),
+                        cast<float>(in(c, clamp(sx, 0, in_w - 1), ClampedSource(ya, jy, in_h))),
+                        fill);
+      vert(c, sx, y) = 0.0f;
+      vert(c, sx, y) += yt.weight(ky, ry) * row;
+      // Horizontal pass over the vertical result.
+      kx = RDom(0, xa.taps, "kx");
+      Expr jx = xt.first(rx) + kx;
+      Expr col = select(InSource(xa, jx), vert(c, ClampedSource(xa, jx, in_w), y), fill);
+      acc(c, x, y) = 0.0f;
+      acc(c, x, y) += xt.weight(kx, rx) * col;
+      vert.bound(c, 0, in_c);
+      Var cx("cx");
+      vert.fuse(c, sx, cx).vectorize(cx, 16, TailStrategy::GuardWithIf);
+      vert.update().reorder(c, sx, ky).fuse(c, sx, cx).vectorize(cx, 16,
+                                                                  TailStrategy::GuardWithIf);
+      acc.bound(c, 0, in_c);
+      acc.reorder(c, x, y).unroll(c).vectorize(x, 8, TailStrategy::GuardWithIf);
+      acc.update().reorder(c, x, kx, y).unroll(c).vectorize(x, 8, TailStrategy::GuardWithIf);
+    }
+    geom(c, x, y) = select(valid, RoundTo(DType::kUInt8, acc(c, x, y)), fill);
+    passes = {vert, acc};
+    has_vert = !gpu;
+  }
+
+  // Pointwise tail on cur(c, x, y), tracking dtype and channels as the reference.
+  Func cur = geom;
+  DType dt = DType::kUInt8;
+  int ch = in_c;
+  bool root_geom = false;
+  std::vector<Func> roots;
+  for (const ChainStep& s : chain.steps) {
+    if (s.op->op_class != OpClass::kPointwise) continue;
+    const std::string& name = s.op->name;
+    Func next(name + "_" + std::to_string(s.op_id));
+    if (name == "color_jitter") {
+      const float bound = dt == DType::kUInt8 ? 255.0f : 1.0f;
+      root_geom = true;
+      Func b1(name + "_b");
+      b1(c, x, y) = clamp(brightness * cur(c, x, y), 0.0f, bound);
+      auto luma3 = [&](Func f, Expr xx, Expr yy) -> Expr {
+        if (ch == 1) return cast<double>(f(0, xx, yy));
+        return D(0.299) * cast<double>(f(0, xx, yy)) + D(0.587) * cast<double>(f(1, xx, yy)) +
+               D(0.114) * cast<double>(f(2, xx, yy));
+      };
+      RDom all(0, static_cast<int>(out_w), 0, static_cast<int>(out_h), "all");
+      Func mean(name + "_mean");
+      mean() = cast<double>(0);
+      mean() += luma3(b1, all.x, all.y);
+      Expr m = cast<float>(mean() / D(static_cast<double>(out_w * out_h)));
+      roots.push_back(mean);
+      Func c2(name + "_c");
+      c2(c, x, y) = clamp(contrast * b1(c, x, y) + (1.0f - contrast) * m, 0.0f, bound);
+      Expr v;
+      if (ch == 3) {
+        Expr l = cast<float>(luma3(c2, x, y));
+        v = clamp(saturation * c2(c, x, y) + (1.0f - saturation) * l, 0.0f, bound);
+      } else {
+        v = c2(c, x, y);
+      }
+      next(c, x, y) = RoundTo(dt, v);
+    } else if (name == "grayscale") {
+      const int n = static_cast<int>(P(s.params, "num_output_channels").AsInt());
+      Expr l = ch == 1 ? cur(0, x, y)
+                       : cast<float>(D(0.299) * cast<double>(cur(0, x, y)) +
+                                     D(0.587) * cast<double>(cur(1, x, y)) +
+                                     D(0.114) * cast<double>(cur(2, x, y)));
+      next(c, x, y) = RoundTo(dt, l);
+      ch = n;
+    } else if (name == "normalize") {
+      const auto& mean = P(s.params, "mean").AsFloatList();
+      const auto& sd = P(s.params, "std").AsFloatList();
+      const double scale = P(s.params, "scale").AsFloat();
+      Expr mv = static_cast<float>(mean[0]), sv = static_cast<float>(sd[0]);
+      for (int i = 1; i < ch; ++i) {
+        if (mean.size() > 1) mv = select(c == i, static_cast<float>(mean[i]), mv);
+        if (sd.size() > 1) sv = select(c == i, static_cast<float>(sd[i]), sv);
+      }
+      if (!IsFloat(dt)) dt = DType::kFloat32;
+      // (v / scale - mean) / std as the reference; in float (the reference's double
+      // result is rounded to float32 or narrower).
+      next(c, x, y) = RoundTo(dt, (cur(c, x, y) * static_cast<float>(1.0 / scale) - mv) / sv);
+    } else if (name == "cast") {
+      dt = *ParseDType(P(s.params, "dtype").AsString());
+      next(c, x, y) = RoundTo(dt, cur(c, x, y));
+    } else {  // layout: a storage order only
+      next(c, x, y) = cur(c, x, y);
+    }
+    cur = next;
+  }
+  if (ch != out_c || dt != ot.dtype) {
+    return MakeError(ErrorCode::kInternal,
+                     "chain `" + chain.symbol + "` computes " + std::string(DTypeName(dt)) + " x" +
+                         std::to_string(ch) + " but its output type is " + ot.ToString());
+  }
+
+  Func out(gpu ? chain.symbol + kCudaSuffix : chain.symbol);
+  const Type out_type = HalideType(ot.dtype);
+  const bool chw = ot.layout == Layout::kCHW;
+  if (chw) {
+    out(x, y, c) = cast(out_type, cur(c, x, y));
+  } else {
+    out(c, x, y) = cast(out_type, cur(c, x, y));
+  }
+  // Dense output of static extents in the chain's layout.
+  OutputImageParam ob = out.output_buffer();
+  const int oh = static_cast<int>(out_h), ow = static_cast<int>(out_w);
+  if (chw) {
+    ob.dim(0).set_bounds(0, ow).set_stride(1);
+    ob.dim(1).set_bounds(0, oh).set_stride(ow);
+    ob.dim(2).set_bounds(0, out_c).set_stride(ow * oh);
+  } else {
+    ob.dim(0).set_bounds(0, out_c).set_stride(1);
+    ob.dim(1).set_bounds(0, ow).set_stride(out_c);
+    ob.dim(2).set_bounds(0, oh).set_stride(out_c * ow);
+  }
+  in.dim(0).set_bounds(0, in_c).set_stride(1);
+  in.dim(1).set_stride(in_c);
+
+  // geom is computed whole (color_jitter's mean) or inlined into the output; the
+  // resampling passes run per output row (CPU) or per output pixel (GPU) of it.
+  Func anchor = root_geom ? geom : out;
+  if (root_geom) {
+    geom.compute_root();
+    for (Func& f : roots) f.compute_root();
+  }
+  if (gpu) {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    if (root_geom) geom.gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
+    out.gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
+    if (rescale) passes[1].compute_at(anchor, xi);
+  } else {
+    if (root_geom) {
+      geom.bound(c, 0, in_c).reorder(c, x, y).unroll(c).vectorize(x, 8,
+                                                                   TailStrategy::GuardWithIf);
+    }
+    if (chw) {
+      out.reorder(x, c, y).vectorize(x, 8, TailStrategy::GuardWithIf);
+    } else {
+      out.bound(c, 0, out_c).reorder(c, x, y).unroll(c).vectorize(x, 8,
+                                                                    TailStrategy::GuardWithIf);
+    }
+    if (rescale) {
+      passes[0].compute_at(anchor, y);
+      passes[1].compute_at(anchor, y);
+    }
+  }
+  (void)has_vert;
+
+  ChainPipeline result{Pipeline(out), {}};
+  result.args.push_back(in);
+  ya.Append(result.args);
+  xa.Append(result.args);
+  result.args.push_back(fill);
+  result.args.push_back(brightness);
+  result.args.push_back(contrast);
+  result.args.push_back(saturation);
+  return result;
+}
+
+}  // namespace sluice::codegen_internal

@@ -1,0 +1,186 @@
+#include "runtime/kernels/kernel_library.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace sluice::runtime {
+
+struct KernelLibrary::Handle {
+  void* dl = nullptr;
+  int (*copy_to_host)(void*, halide_buffer_t*) = nullptr;
+  int (*device_free)(void*, halide_buffer_t*) = nullptr;
+  ~Handle() {
+    if (dl) dlclose(dl);
+  }
+};
+
+namespace {
+
+halide_type_t ElementType(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return halide_type_t(halide_type_uint, 8);
+    case DType::kFloat16:
+      return halide_type_t(halide_type_float, 16);
+    case DType::kBFloat16:
+      return halide_type_t(halide_type_bfloat, 16);
+    default:
+      return halide_type_t(halide_type_float, 32);
+  }
+}
+
+}  // namespace
+
+Status Kernel::Run(const ImageView& in, const SampleArgs& a, void* out) const {
+  if (!fn_) return MakeError(ErrorCode::kInternal, "kernel not loaded");
+  if (in.channels != in_channels_ || in.height < 1 || in.width < 1 || !in.data ||
+      in.row_stride < in.width * in.channels) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "kernel input must be a non-empty " + std::to_string(in_channels_) +
+                         "-channel image, got " + std::to_string(in.height) + "x" +
+                         std::to_string(in.width) + "x" + std::to_string(in.channels));
+  }
+  halide_dimension_t in_dims[3] = {
+      {0, static_cast<int32_t>(in.channels), 1, 0},
+      {0, static_cast<int32_t>(in.width), static_cast<int32_t>(in.channels), 0},
+      {0, static_cast<int32_t>(in.height), static_cast<int32_t>(in.row_stride), 0}};
+  halide_buffer_t in_buf{};
+  in_buf.host = const_cast<uint8_t*>(in.data);
+  in_buf.type = halide_type_t(halide_type_uint, 8);
+  in_buf.dimensions = 3;
+  in_buf.dim = in_dims;
+  if (cuda_) in_buf.flags = halide_buffer_flag_host_dirty;
+
+  const int32_t h = static_cast<int32_t>(output_.dims[output_.height_axis()]);
+  const int32_t w = static_cast<int32_t>(output_.dims[output_.width_axis()]);
+  const int32_t c = static_cast<int32_t>(output_.dims[output_.channel_axis()]);
+  halide_dimension_t out_dims[3];
+  if (output_.layout == Layout::kCHW) {
+    out_dims[0] = {0, w, 1, 0};
+    out_dims[1] = {0, h, w, 0};
+    out_dims[2] = {0, c, w * h, 0};
+  } else {
+    out_dims[0] = {0, c, 1, 0};
+    out_dims[1] = {0, w, c, 0};
+    out_dims[2] = {0, h, c * w, 0};
+  }
+  halide_buffer_t out_buf{};
+  out_buf.host = static_cast<uint8_t*>(out);
+  out_buf.type = ElementType(output_.dtype);
+  out_buf.dimensions = 3;
+  out_buf.dim = out_dims;
+
+  const AxisArgs& y = a.y;
+  const AxisArgs& x = a.x;
+  int rc = fn_(&in_buf, y.flip, y.offset, y.valid_lo, y.valid_hi, y.resized, y.window_start,
+               y.window, y.src_lo, y.src_hi, y.taps, x.flip, x.offset, x.valid_lo, x.valid_hi,
+               x.resized, x.window_start, x.window, x.src_lo, x.src_hi, x.taps, a.fill,
+               a.brightness, a.contrast, a.saturation, &out_buf);
+  if (cuda_) {
+    if (rc == 0 && out_buf.device) rc = copy_to_host_(nullptr, &out_buf);
+    if (out_buf.device) device_free_(nullptr, &out_buf);
+    if (in_buf.device) device_free_(nullptr, &in_buf);
+  }
+  if (rc != 0) {
+    return MakeError(ErrorCode::kInternal,
+                     "fused kernel failed with Halide error code " + std::to_string(rc));
+  }
+  return Ok();
+}
+
+Status CheckCpuSupports(const std::vector<std::string>& targets) {
+  if (targets.empty()) return MakeError(ErrorCode::kUnsupported, "the plan has no CPU kernels");
+  __builtin_cpu_init();
+  for (const std::string& target : targets) {
+    bool ok = target.starts_with("x86-64-");
+    auto has = [&](const char* f) { return ("-" + target + "-").find(std::string("-") + f + "-") != std::string::npos; };
+    if (has("sse41") && !__builtin_cpu_supports("sse4.1")) ok = false;
+    if (has("avx") && !__builtin_cpu_supports("avx")) ok = false;
+    if (has("avx2") && !__builtin_cpu_supports("avx2")) ok = false;
+    if (has("fma") && !__builtin_cpu_supports("fma")) ok = false;
+    if (has("f16c") && !__builtin_cpu_supports("avx")) ok = false;  // f16c ships with AVX CPUs
+    if ((has("avx512") || has("avx512_skylake")) &&
+        !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+          __builtin_cpu_supports("avx512cd"))) {
+      ok = false;
+    }
+    if (ok) return Ok();
+  }
+  std::string list;
+  for (const std::string& t : targets) list += (list.empty() ? "" : ", ") + t;
+  return MakeError(ErrorCode::kUnsupported,
+                   "no CPU target in the plan's kernels runs on this CPU (built for: " + list + ")",
+                   "recompile the plan with a baseline target this CPU supports, e.g. "
+                   "x86-64-linux-sse41");
+}
+
+Result<KernelLibrary> KernelLibrary::Open(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return MakeError(ErrorCode::kNotFound, "kernel library " + path + " does not exist",
+                     "recompile the plan with `sluice compile`");
+  }
+  void* dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char* err = dlerror();
+    return MakeError(ErrorCode::kCorruptData,
+                     "kernel library " + path + " cannot be loaded: " + (err ? err : "?"),
+                     "the file is damaged or not for this machine; recompile the plan");
+  }
+  KernelLibrary lib;
+  lib.handle_ = std::make_shared<Handle>();
+  lib.handle_->dl = dl;
+  lib.handle_->copy_to_host =
+      reinterpret_cast<int (*)(void*, halide_buffer_t*)>(dlsym(dl, "halide_copy_to_host"));
+  lib.handle_->device_free =
+      reinterpret_cast<int (*)(void*, halide_buffer_t*)>(dlsym(dl, "halide_device_free"));
+  lib.path_ = path;
+  return lib;
+}
+
+namespace {
+
+}  // namespace
+
+Result<Kernel> KernelLibrary::CpuKernel(const FusedChain& chain) const {
+  dlerror();
+  void* sym = dlsym(handle_->dl, chain.symbol.c_str());
+  if (!sym) {
+    return MakeError(ErrorCode::kNotFound, "kernel `" + chain.symbol + "` is missing from " + path_,
+                     "kernels.so does not match plan.json; recompile the plan");
+  }
+  Kernel k;
+  k.library_ = handle_;
+  k.fn_ = reinterpret_cast<FusedKernelFn>(sym);
+  k.output_ = chain.output;
+  k.in_channels_ = chain.input.dims.size() == 3 ? chain.input.dims[2] : 3;
+  return k;
+}
+
+Result<Kernel> KernelLibrary::CudaKernel(const FusedChain& chain) const {
+  const std::string symbol = chain.symbol + kCudaSuffix;
+  dlerror();
+  void* sym = dlsym(handle_->dl, symbol.c_str());
+  if (!sym) {
+    return MakeError(ErrorCode::kNotFound,
+                     "CUDA kernel `" + symbol + "` is missing from " + path_,
+                     "the plan was compiled without CUDA kernels");
+  }
+  if (!handle_->copy_to_host || !handle_->device_free) {
+    return MakeError(ErrorCode::kCorruptData, path_ + " has CUDA kernels but no Halide runtime");
+  }
+  Kernel k;
+  k.fn_ = reinterpret_cast<FusedKernelFn>(sym);
+  k.output_ = chain.output;
+  k.in_channels_ = chain.input.dims.size() == 3 ? chain.input.dims[2] : 3;
+  k.cuda_ = true;
+  k.library_ = handle_;
+  k.copy_to_host_ = handle_->copy_to_host;
+  k.device_free_ = handle_->device_free;
+  return k;
+}
+
+}  // namespace sluice::runtime
