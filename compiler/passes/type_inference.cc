@@ -11,7 +11,8 @@
 // Errors: an `infer` rejection (say, normalize with 3 means on a 1-channel
 // image) becomes a diagnostic at the node's source mark with the rule's message
 // and hint; that node's outputs stay untyped, and any node with an untyped
-// input is skipped silently, so one mistake gives one message, not a cascade.
+// input is skipped silently (all of its outputs stay untyped: for the batch,
+// every field), so one mistake gives one message, not a cascade.
 #include <string>
 #include <vector>
 
