@@ -1,10 +1,15 @@
-// `sluice compile SPEC [--emit=...] [-o PLAN]`: front end, IR, passes.
+// `sluice compile SPEC [--emit=...] [-o PLAN]`: front end, IR, passes, and
+// with -o the plan artifact (compiler/plan/plan_writer.h).
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "cli/cli.h"
 #include "compiler/ir/ir.h"
 #include "compiler/passes/pass.h"
+#include "compiler/plan/fused_chains.h"
+#include "compiler/plan/plan_writer.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
 
@@ -105,9 +110,22 @@ int Compile(const Args& args) {
   if (emit_ir) std::cout << PrintGraph(graph);
 
   if (have_plan_out) {
-    std::cerr << "sluice: error: writing a plan (-o) is not implemented yet "
-                 "(issue: fused kernels and plan artifact)\n";
-    return 2;
+    if (!stop_after.empty()) {
+      return UsageError("-o writes the plan after every pass; drop --emit=ir-after=" +
+                        stop_after + " or -o");
+    }
+    if (plan_out.empty()) return UsageError("-o needs a plan directory name");
+    std::ifstream in(spec_path, std::ios::binary);
+    std::ostringstream spec_text;
+    spec_text << in.rdbuf();
+    Status written = CompilePlan(graph, spec_text.str(), plan_out);
+    if (!written) {
+      std::cerr << written.error().ToString() << "\n";
+      return 1;
+    }
+    std::cerr << "wrote " << plan_out << ": " << CountFusionGroups(graph)
+              << " fused kernel(s); see " << plan_out << "/report.txt\n";
+    return 0;
   }
   if (!emit_ir && !emit_spec) {
     std::cout << spec_path << ": ok: pipeline \"" << graph.name << "\", " << graph.nodes.size()

@@ -52,6 +52,10 @@ struct Graph {
   // Set by type inference once every value has a type; from then on the
   // verifier requires every value (including ones later passes add) to be typed.
   bool typed = false;
+  // What passes decided and why, in the order they said it (for example why a
+  // chain stays unfused). report.txt lists them; the printer shows them as
+  // trailing `note:` lines.
+  std::vector<std::string> notes;
 
   ValueId AddValue(std::string name);
   // The value called `name`, or -1.
@@ -99,7 +103,8 @@ Status VerifyGraph(const Graph& graph);
 // type inference), `=`, the op, its inputs, then every parameter in name order
 // (ParamValue::ToString, with kAutoInt -1 shown as `auto`). A trailing
 // `  [...]` lists what later passes set, only when set: op_id when it differs
-// from the node index, fusion=N, device=gpu.
+// from the node index, fusion=N, device=gpu. After the output line, one
+// `note: TEXT` line per entry of Graph::notes.
 std::string PrintGraph(const Graph& graph);
 // One parameter value as the printer shows it (`def` may be null).
 std::string FormatParam(const ParamDef* def, const ParamValue& value);

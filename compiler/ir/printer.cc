@@ -93,6 +93,7 @@ std::string PrintGraph(const Graph& graph) {
   if (!graph.output.empty()) {
     out += "output: " + FormatParams(&OutputParams(), graph.output) + "\n";
   }
+  for (const std::string& note : graph.notes) out += "note: " + note + "\n";
   return out;
 }
 

@@ -36,5 +36,7 @@ Status RunPasses(Graph& graph, Diagnostics& diags, const std::string& stop_after
 
 // The individual passes (one file each).
 void InferTypes(Graph& graph, Diagnostics& diags);  // type_inference.cc
+void ComposeGeometry(Graph& graph, Diagnostics& diags);  // geometry_composition.cc
+void FusePointwise(Graph& graph, Diagnostics& diags);    // pointwise_fusion.cc
 
 }  // namespace sluice

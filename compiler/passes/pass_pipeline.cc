@@ -8,6 +8,12 @@ namespace sluice {
 const std::vector<Pass>& PassPipeline() {
   static const std::vector<Pass> passes = {
       {"type_inference", "derive every tensor's dtype, rank, layout and extents", &InferTypes},
+      {"geometry_composition",
+       "mark each decode's crop/flip/pad/resize run as one composed resample (fusion group)",
+       &ComposeGeometry},
+      {"pointwise_fusion",
+       "extend each fusion group with the colour/normalize/layout/cast ops up to the batch",
+       &FusePointwise},
   };
   return passes;
 }

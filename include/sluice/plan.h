@@ -1,0 +1,84 @@
+// A compiled plan, loaded: `Plan::Load("train.plan", {{"DATA", "/data/imagenet"}})`.
+//
+// A plan is the directory `sluice compile SPEC -o NAME.plan` writes (plan.json,
+// kernels.so, report.txt; see docs/plan.md). Loading reads plan.json, checks
+// that this Sluice can run it, binds the ${VARS} left symbolic in the spec's
+// string parameters, rebuilds each fusion group's FusedChain from the op
+// registry, verifies kernels.so against the hash recorded in plan.json and
+// dlopens it (runtime/kernels/kernel_library.h). No compiler, Halide or LLVM is
+// involved: loading takes milliseconds.
+//
+// Errors (each message names the plan and says how to fix it):
+//   kNotFound        no such plan directory, no plan.json, kernels.so missing
+//   kCorruptData     plan.json not valid JSON or missing fields; kernels.so changed
+//                    or truncated (hash mismatch) or not loadable; a kernel symbol missing
+//   kVersionMismatch plan format version or compiler version not the ones this
+//                    Sluice reads; an op the plan names that this Sluice does not know
+//   kUnsupported     this CPU runs none of the plan's CPU targets
+//   kInvalidArgument a ${VAR} the plan uses that `vars` does not bind
+//
+// Thread safety: a loaded Plan is immutable; its accessors may be called from
+// any thread. Copies share the loaded kernels.so.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/fusion/fused_chain.h"
+#include "ops/param.h"
+#include "sluice/result.h"
+
+namespace sluice {
+
+namespace runtime {
+class KernelLibrary;
+class Kernel;
+}  // namespace runtime
+
+// Values for the ${NAME} references in a plan's string parameters.
+using PlanVars = std::map<std::string, std::string>;
+
+// `text` with every ${NAME} replaced by vars[NAME]. Errors (kInvalidArgument):
+// a NAME not in `vars` (the message names it and `what`, e.g. "source.path"),
+// or an unterminated "${".
+Result<std::string> BindVariables(const std::string& text, const PlanVars& vars,
+                                  const std::string& what);
+
+class Plan {
+ public:
+  static Result<Plan> Load(const std::string& path, const PlanVars& vars = {});
+
+  const std::string& path() const { return path_; }
+  const std::string& name() const { return name_; }
+  const std::string& spec_hash() const { return spec_hash_; }
+  const std::string& compiler_version() const { return compiler_version_; }
+  // The source op (image_folder, file_list, ...) and its params, ${VARS} bound.
+  const std::string& source_format() const { return source_format_; }
+  const ParamList& source_params() const { return source_params_; }
+  const ParamList& sampling() const { return sampling_; }
+  const ParamList& batch() const { return batch_; }    // size, fields
+  const ParamList& output() const { return output_; }  // knobs, on_error, device
+  // One chain per fusion group, in group order; chains()[i].symbol is its kernel.
+  const std::vector<FusedChain>& chains() const { return chains_; }
+  // The batch field each chain writes (parallel to chains()).
+  const std::vector<std::string>& chain_fields() const { return chain_fields_; }
+  const std::vector<std::string>& cpu_targets() const { return cpu_targets_; }
+  const std::string& cuda_target() const { return cuda_target_; }  // "" when not built
+  const runtime::KernelLibrary& kernels() const { return *kernels_; }
+  // The CPU kernel of chains()[i] (looked up and checked at load time).
+  const runtime::Kernel& cpu_kernel(size_t i) const { return *cpu_kernels_[i]; }
+
+ private:
+  std::string path_, name_, spec_hash_, compiler_version_, source_format_;
+  ParamList source_params_, sampling_, batch_, output_;
+  std::vector<FusedChain> chains_;
+  std::vector<std::string> chain_fields_;
+  std::vector<std::string> cpu_targets_;
+  std::string cuda_target_;
+  std::shared_ptr<const runtime::KernelLibrary> kernels_;
+  std::vector<std::shared_ptr<const runtime::Kernel>> cpu_kernels_;
+};
+
+}  // namespace sluice

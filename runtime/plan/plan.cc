@@ -1,0 +1,255 @@
+// Plan::Load: reading and checking a compiled plan (see include/sluice/plan.h).
+#include "sluice/plan.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/fusion/plan_format.h"
+#include "ops/registry.h"
+#include "runtime/kernels/kernel_library.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "unknown"
+#endif
+
+namespace sluice {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+namespace pf = plan_format;
+
+const char* kRecompile = "recompile it: sluice compile SPEC -o PLAN";
+
+// "0.1" from "0.1.0": plans are compatible within a major.minor series.
+std::string MajorMinor(const std::string& version) {
+  size_t first = version.find('.');
+  if (first == std::string::npos) return version;
+  size_t second = version.find('.', first + 1);
+  return version.substr(0, second);
+}
+
+
+}  // namespace
+
+Result<std::string> BindVariables(const std::string& text, const PlanVars& vars,
+                                  const std::string& what) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t start = text.find("${", pos);
+    if (start == std::string::npos) break;
+    size_t end = text.find('}', start + 2);
+    if (end == std::string::npos) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       what + " `" + text + "` has an unterminated `${`",
+                       "write ${NAME}; recompile the plan after fixing the spec");
+    }
+    std::string name = text.substr(start + 2, end - start - 2);
+    auto it = vars.find(name);
+    if (it == vars.end()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "variable ${" + name + "} in " + what + " `" + text + "` is not bound",
+                       "bind it when loading: --var " + name + "=VALUE (C++: Plan::Load(path, {{\"" +
+                           name + "\", ...}}))");
+    }
+    out += text.substr(pos, start - pos) + it->second;
+    pos = end + 1;
+  }
+  return out + text.substr(pos);
+}
+
+Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
+  const std::string where = "plan `" + path + "`";
+  auto corrupt = [&](const std::string& why) {
+    return MakeError(ErrorCode::kCorruptData, where + ": plan.json " + why, kRecompile);
+  };
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) {
+    return MakeError(ErrorCode::kNotFound, where + " is not a directory",
+                     "a plan is the directory written by sluice compile SPEC -o PLAN");
+  }
+  const fs::path dir(path);
+  std::ifstream in(dir / pf::kPlanFile, std::ios::binary);
+  if (!in) {
+    return MakeError(ErrorCode::kNotFound, where + " has no plan.json",
+                     "a plan is the directory written by sluice compile SPEC -o PLAN");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return corrupt("is not valid JSON");
+
+  // Versions first: a plan from another format may not have the fields below.
+  if (!j.contains("format_version") || !j["format_version"].is_number_integer()) {
+    return corrupt("has no integer format_version");
+  }
+  const int format = j["format_version"].get<int>();
+  if (format != pf::kFormatVersion) {
+    return MakeError(ErrorCode::kVersionMismatch,
+                     where + " has plan format version " + std::to_string(format) +
+                         ", but this Sluice (" + SLUICE_VERSION + ") reads version " +
+                         std::to_string(pf::kFormatVersion),
+                     std::string(kRecompile) + " with this version of sluice");
+  }
+  if (!j.contains("compiler_version") || !j["compiler_version"].is_string()) {
+    return corrupt("has no compiler_version");
+  }
+  Plan plan;
+  plan.path_ = path;
+  plan.compiler_version_ = j["compiler_version"].get<std::string>();
+  if (MajorMinor(plan.compiler_version_) != MajorMinor(SLUICE_VERSION)) {
+    return MakeError(ErrorCode::kVersionMismatch,
+                     where + " was compiled by sluice " + plan.compiler_version_ +
+                         "; this runtime is " + SLUICE_VERSION +
+                         " (plans are compatible within a major.minor version)",
+                     std::string(kRecompile) + " with this version of sluice");
+  }
+
+  for (const char* key : {"name", "spec_hash"}) {
+    if (!j.contains(key) || !j[key].is_string()) return corrupt(std::string("has no ") + key);
+  }
+  for (const char* key : {"source", "sampling", "batch", "output", "kernels"}) {
+    if (!j.contains(key) || !j[key].is_object()) {
+      return corrupt(std::string("has no `") + key + "` object");
+    }
+  }
+  if (!j.contains("fusion_groups") || !j["fusion_groups"].is_array()) {
+    return corrupt("has no fusion_groups array");
+  }
+  plan.name_ = j["name"].get<std::string>();
+  plan.spec_hash_ = j["spec_hash"].get<std::string>();
+
+  // Parameters, read back against this Sluice's registry.
+  auto context = [&](Error e, const std::string& what) {
+    e.message = where + ": " + what + ": " + e.message;
+    if (e.code == ErrorCode::kInvalidArgument) e.code = ErrorCode::kVersionMismatch;
+    if (e.hint.empty()) e.hint = kRecompile;
+    return std::unexpected(std::move(e));
+  };
+  const json& src = j["source"];
+  if (!src.contains("format") || !src["format"].is_string()) return corrupt("has no source.format");
+  plan.source_format_ = src["format"].get<std::string>();
+  const OpDef* source_op = FindOp(plan.source_format_);
+  if (source_op == nullptr || source_op->op_class != OpClass::kSource) {
+    return MakeError(ErrorCode::kVersionMismatch,
+                     where + " reads source format `" + plan.source_format_ +
+                         "`, which this Sluice does not know",
+                     kRecompile);
+  }
+  auto source_params = pf::ParamsFromJson(source_op->params, src.value("params", json::object()));
+  if (!source_params) return context(source_params.error(), "source");
+  for (auto& [name, value] : *source_params) {
+    if (!std::holds_alternative<std::string>(value.value)) continue;
+    auto bound = BindVariables(value.AsString(), vars, "source." + name);
+    if (!bound) {
+      Error e = bound.error();
+      e.message = where + ": " + e.message;
+      return std::unexpected(std::move(e));
+    }
+    value.value = *bound;
+  }
+  plan.source_params_ = std::move(*source_params);
+
+  auto sampling = pf::ParamsFromJson(SamplingParams(), j["sampling"]);
+  if (!sampling) return context(sampling.error(), "sampling");
+  plan.sampling_ = std::move(*sampling);
+  auto output = pf::ParamsFromJson(OutputParams(), j["output"]);
+  if (!output) return context(output.error(), "output");
+  plan.output_ = std::move(*output);
+  const OpDef* batch_op = FindOp("batch");
+  if (batch_op == nullptr) return MakeError(ErrorCode::kInternal, "the registry has no `batch` op");
+  auto batch = pf::ParamsFromJson(batch_op->params, j["batch"]);
+  if (!batch) return context(batch.error(), "batch");
+  plan.batch_ = std::move(*batch);
+
+  // Fusion groups -> FusedChains.
+  for (const json& g : j["fusion_groups"]) {
+    if (!g.is_object() || !g.contains("symbol") || !g["symbol"].is_string() ||
+        !g.contains("steps") || !g["steps"].is_array() || !g.contains("input_type") ||
+        !g.contains("output_type")) {
+      return corrupt("has a fusion group without symbol, steps, input_type or output_type");
+    }
+    FusedChain chain;
+    chain.symbol = g["symbol"].get<std::string>();
+    auto input = pf::TypeFromJson(g["input_type"]);
+    if (!input) return context(input.error(), "fusion group " + chain.symbol);
+    auto output_type = pf::TypeFromJson(g["output_type"]);
+    if (!output_type) return context(output_type.error(), "fusion group " + chain.symbol);
+    chain.input = *input;
+    chain.output = *output_type;
+    for (const json& s : g["steps"]) {
+      if (!s.is_object() || !s.contains("op") || !s["op"].is_string() ||
+          !s.contains("op_id") || !s["op_id"].is_number_integer()) {
+        return corrupt("has a fusion step without op or op_id");
+      }
+      const std::string op_name = s["op"].get<std::string>();
+      const OpDef* op = FindOp(op_name);
+      if (op == nullptr) {
+        return MakeError(ErrorCode::kVersionMismatch,
+                         where + " uses op `" + op_name + "`, which this Sluice does not know",
+                         kRecompile);
+      }
+      auto params = pf::ParamsFromJson(op->params, s.value("params", json::object()));
+      if (!params) return context(params.error(), "op " + op_name);
+      chain.steps.push_back(ChainStep{op, std::move(*params), s["op_id"].get<int>()});
+    }
+    plan.chains_.push_back(std::move(chain));
+    plan.chain_fields_.push_back(g.value("batch_field", std::string()));
+  }
+
+  // kernels.so: present, unchanged, loadable, with a target this CPU runs.
+  const json& k = j["kernels"];
+  if (!k.contains("hash") || !k["hash"].is_string() || !k.contains("cpu_targets") ||
+      !k["cpu_targets"].is_array()) {
+    return corrupt("has no kernels.hash or kernels.cpu_targets");
+  }
+  for (const json& t : k["cpu_targets"]) {
+    if (t.is_string()) plan.cpu_targets_.push_back(t.get<std::string>());
+  }
+  if (k.contains("cuda_target") && k["cuda_target"].is_string()) {
+    plan.cuda_target_ = k["cuda_target"].get<std::string>();
+  }
+  const std::string so = (dir / pf::kKernelsFile).string();
+  if (!fs::exists(so, ec)) {
+    return MakeError(ErrorCode::kNotFound, where + " has no kernels.so (deleted or not copied?)",
+                     std::string("copy the whole plan directory, or ") + kRecompile);
+  }
+  auto hash = pf::HashFile(so);
+  if (!hash) return context(hash.error(), "kernels.so");
+  const std::string expected = k["hash"].get<std::string>();
+  if (*hash != expected) {
+    return MakeError(ErrorCode::kCorruptData,
+                     where + ": kernels.so does not match plan.json (hash " + *hash +
+                         ", expected " + expected + "): it was changed or truncated after "
+                         "compilation",
+                     kRecompile);
+  }
+  if (!plan.chains_.empty()) {
+    // The multitarget dispatcher falls back to its baseline without checking.
+    if (Status cpu = runtime::CheckCpuSupports(plan.cpu_targets_); !cpu) {
+      Error e = cpu.error();
+      e.message = where + ": " + e.message;
+      return std::unexpected(std::move(e));
+    }
+  }
+  auto library = runtime::KernelLibrary::Open(so);
+  if (!library) return context(library.error(), "kernels.so");
+  plan.kernels_ = std::make_shared<const runtime::KernelLibrary>(std::move(*library));
+  for (const FusedChain& chain : plan.chains_) {
+    auto kernel = plan.kernels_->CpuKernel(chain);
+    if (!kernel) {
+      Error e = kernel.error();
+      e.message = where + ": kernel `" + chain.symbol + "`: " + e.message;
+      if (e.hint.empty()) e.hint = kRecompile;
+      return std::unexpected(std::move(e));
+    }
+    plan.cpu_kernels_.push_back(std::make_shared<const runtime::Kernel>(std::move(*kernel)));
+  }
+  return plan;
+}
+
+}  // namespace sluice

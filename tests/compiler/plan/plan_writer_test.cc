@@ -1,0 +1,221 @@
+// plan.json and report.txt for the example specs, without running the code
+// generator (the kernel record is made up): plan.json must conform to
+// schemas/plan.schema.json and carry the fusion group as the passes formed it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/ir/ir.h"
+#include "compiler/passes/pass.h"
+#include "compiler/plan/plan_writer.h"
+#include "compiler/spec/diagnostics.h"
+#include "compiler/spec/spec.h"
+#include "ops/fusion/plan_format.h"
+
+namespace sluice {
+namespace {
+
+using json = nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Graph CompileExample(const std::string& name, std::string* text) {
+  const std::string path = std::string(SLUICE_SOURCE_DIR) + "/examples/" + name;
+  *text = ReadFile(path);
+  Diagnostics diags;
+  Spec spec = ParseSpecText(*text, name, diags);
+  EXPECT_FALSE(diags.has_errors()) << diags.Render();
+  Graph graph = BuildGraph(spec);
+  EXPECT_TRUE(RunPasses(graph, diags));
+  EXPECT_FALSE(diags.has_errors()) << diags.Render();
+  return graph;
+}
+
+KernelRecord FakeKernels() {
+  KernelRecord k;
+  k.artifact.cpu_targets = {"x86-64-linux-sse41"};
+  k.artifact.kernels = {{"sluice_chain_0", "sluice_chain_0_cuda"}};
+  k.artifact.cuda_target = "x86-64-linux-cuda-cuda_capability_80";
+  k.artifact.arg_names = {"y.flip", "x.flip", "fill"};
+  k.hash = plan_format::HashBytes("not a library");
+  k.bytes = 13;
+  return k;
+}
+
+// A structural JSON Schema check: type, required, properties, items, $ref
+// (#/$defs/...), enum, const, pattern, minimum. Appends "path: problem" lines.
+void Check(const json& schema, const json& root, const json& v, const std::string& path,
+           std::vector<std::string>& problems) {
+  if (schema.contains("$ref")) {
+    std::string ref = schema["$ref"].get<std::string>();
+    const std::string prefix = "#/$defs/";
+    ASSERT_TRUE(ref.starts_with(prefix)) << ref;
+    Check(root["$defs"][ref.substr(prefix.size())], root, v, path, problems);
+    return;
+  }
+  auto is = [&](const std::string& t) {
+    if (t == "object") return v.is_object();
+    if (t == "array") return v.is_array();
+    if (t == "string") return v.is_string();
+    if (t == "integer") return v.is_number_integer();
+    if (t == "number") return v.is_number();
+    if (t == "boolean") return v.is_boolean();
+    if (t == "null") return v.is_null();
+    return false;
+  };
+  if (schema.contains("type")) {
+    bool ok = false;
+    if (schema["type"].is_array()) {
+      for (const json& t : schema["type"]) ok = ok || is(t.get<std::string>());
+    } else {
+      ok = is(schema["type"].get<std::string>());
+    }
+    if (!ok) {
+      problems.push_back(path + ": expected " + schema["type"].dump() + ", got " + v.dump());
+      return;
+    }
+  }
+  if (schema.contains("const") && v != schema["const"]) {
+    problems.push_back(path + ": expected " + schema["const"].dump());
+  }
+  if (schema.contains("enum")) {
+    bool found = false;
+    for (const json& e : schema["enum"]) found = found || e == v;
+    if (!found) problems.push_back(path + ": " + v.dump() + " not in " + schema["enum"].dump());
+  }
+  if (schema.contains("pattern") && v.is_string() &&
+      !std::regex_search(v.get<std::string>(), std::regex(schema["pattern"].get<std::string>()))) {
+    problems.push_back(path + ": " + v.dump() + " does not match " + schema["pattern"].dump());
+  }
+  if (schema.contains("minimum") && v.is_number() && v.get<double>() < schema["minimum"].get<double>()) {
+    problems.push_back(path + ": below minimum");
+  }
+  if (v.is_object()) {
+    for (const json& key : schema.value("required", json::array())) {
+      if (!v.contains(key.get<std::string>())) {
+        problems.push_back(path + ": missing required `" + key.get<std::string>() + "`");
+      }
+    }
+    if (schema.contains("properties")) {
+      for (const auto& [key, sub] : schema["properties"].items()) {
+        if (v.contains(key)) Check(sub, root, v[key], path + "." + key, problems);
+      }
+    }
+  }
+  if (v.is_array() && schema.contains("items")) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      Check(schema["items"], root, v[i], path + "[" + std::to_string(i) + "]", problems);
+    }
+  }
+}
+
+std::vector<std::string> Validate(const json& plan) {
+  json schema = json::parse(ReadFile(std::string(SLUICE_SOURCE_DIR) + "/schemas/plan.schema.json"));
+  std::vector<std::string> problems;
+  Check(schema, schema, plan, "$", problems);
+  return problems;
+}
+
+std::string Lines(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += s + "\n";
+  return out;
+}
+
+TEST(PlanWriter, ImagenetTrainConformsToTheSchema) {
+  std::string text;
+  Graph graph = CompileExample("imagenet_train.yaml", &text);
+  json plan = PlanJson(graph, text, FakeKernels());
+  std::vector<std::string> problems = Validate(plan);
+  EXPECT_TRUE(problems.empty()) << Lines(problems);
+
+  EXPECT_EQ(plan["format_version"], plan_format::kFormatVersion);
+  EXPECT_EQ(plan["spec_hash"], plan_format::HashBytes(text));
+  EXPECT_EQ(plan["name"], "imagenet_train");
+  EXPECT_EQ(plan["source"]["format"], "image_folder");
+  EXPECT_EQ(plan["source"]["params"]["path"], "${DATA}/train");  // still symbolic
+  EXPECT_EQ(plan["batch"]["size"], 256);
+  ASSERT_EQ(plan["fusion_groups"].size(), 1u);
+  const json& g = plan["fusion_groups"][0];
+  EXPECT_EQ(g["symbol"], "sluice_chain_0");
+  EXPECT_EQ(g["cuda_symbol"], "sluice_chain_0_cuda");
+  EXPECT_EQ(g["nodes"], json({2, 3, 4, 5, 6}));
+  EXPECT_EQ(g["input"], "image");
+  EXPECT_EQ(g["output"], "image.5");
+  EXPECT_EQ(g["batch_field"], "image");
+  EXPECT_EQ(g["output_type"]["dims"], json({3, 224, 224}));
+  EXPECT_EQ(g["input_type"]["dims"], json({-1, -1, 3}));
+  EXPECT_EQ(g["steps"][0]["op"], "random_resized_crop");
+  EXPECT_EQ(g["steps"][0]["params"]["size"], json({224, 224}));
+  EXPECT_EQ(g["abi"]["args"], json({"y.flip", "x.flip", "fill"}));
+  EXPECT_EQ(plan["graph"]["nodes"][2]["group"], 0);
+  EXPECT_EQ(plan["graph"]["nodes"][1]["group"], -1);
+  EXPECT_EQ(plan["placement"]["requested"], "auto");
+  EXPECT_EQ(plan["placement"]["device"], "cpu");
+  EXPECT_NE(plan["placement"]["reason"].get<std::string>().find("issue 6"), std::string::npos);
+}
+
+TEST(PlanWriter, SchemaCheckCatchesAMissingKey) {
+  std::string text;
+  Graph graph = CompileExample("imagenet_eval.yaml", &text);
+  json plan = PlanJson(graph, text, FakeKernels());
+  EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
+  plan["fusion_groups"][0].erase("symbol");
+  plan["kernels"]["hash"] = "md5:abc";
+  std::vector<std::string> problems = Validate(plan);
+  EXPECT_EQ(problems.size(), 2u) << Lines(problems);
+}
+
+TEST(PlanWriter, ReportStatesGroupsPushdownAndCostModel) {
+  std::string text;
+  Graph graph = CompileExample("imagenet_eval.yaml", &text);
+  std::string report = PlanReport(graph, FakeKernels());
+  EXPECT_NE(report.find("fusion groups: 1"), std::string::npos) << report;
+  EXPECT_NE(report.find("resize (line"), std::string::npos) << report;
+  EXPECT_NE(report.find("center_crop (line"), std::string::npos) << report;
+  EXPECT_NE(report.find("float32[3,224,224] CHW, written straight into batch field `image`"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("region of interest"), std::string::npos) << report;
+  EXPECT_NE(report.find("DCT scaling"), std::string::npos) << report;
+  EXPECT_NE(report.find("cost model: not built yet (issue 6)"), std::string::npos) << report;
+  EXPECT_NE(report.find("placement: every stage on cpu; output.device is cpu"), std::string::npos)
+      << report;
+}
+
+TEST(PlanFormat, ParamsRoundTripThroughJsonGuidedByTheRegistry) {
+  std::string text;
+  Graph graph = CompileExample("imagenet_train.yaml", &text);
+  for (const Node& node : graph.nodes) {
+    json j = json::parse(plan_format::ParamsToJson(node.params).dump());
+    auto back = plan_format::ParamsFromJson(node.op->params, j);
+    ASSERT_TRUE(back) << node.op->name << ": " << back.error().ToString();
+    EXPECT_EQ(*back, node.params) << node.op->name;
+  }
+  auto output = plan_format::ParamsFromJson(
+      OutputParams(), json::parse(plan_format::ParamsToJson(graph.output).dump()));
+  ASSERT_TRUE(output);
+  EXPECT_EQ(*output, graph.output);
+  auto bad = plan_format::ParamsFromJson(graph.nodes[1].op->params, json{{"color", 3}});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("`color`"), std::string::npos);
+}
+
+TEST(PlanFormat, HashIsFnv1a64) {
+  // Published FNV-1a 64 test vectors.
+  EXPECT_EQ(plan_format::HashBytes(""), "fnv1a64:cbf29ce484222325");
+  EXPECT_EQ(plan_format::HashBytes("a"), "fnv1a64:af63dc4c8601ec8c");
+}
+
+}  // namespace
+}  // namespace sluice

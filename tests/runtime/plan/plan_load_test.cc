@@ -1,0 +1,202 @@
+// Plan::Load on a real plan: compile examples/imagenet_train.yaml once (one
+// CPU target, no CUDA, to keep the test quick), then load it back and break
+// copies of it in the ways a user can (old format, other compiler, deleted or
+// truncated kernels.so, missing ${DATA}, a CPU the kernels do not run on).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/ir/ir.h"
+#include "compiler/passes/pass.h"
+#include "compiler/plan/fused_chains.h"
+#include "compiler/plan/plan_writer.h"
+#include "compiler/spec/diagnostics.h"
+#include "compiler/spec/spec.h"
+#include "runtime/kernels/kernel_library.h"
+#include "sluice/plan.h"
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+class PlanLoad : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() /
+                        ("sluice_plan_load_test_" + std::to_string(::getpid())));
+    fs::remove_all(*dir_);
+    const std::string spec_path = std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml";
+    const std::string text = ReadFile(spec_path);
+    Diagnostics diags;
+    Spec spec = ParseSpecText(text, "imagenet_train.yaml", diags);
+    ASSERT_FALSE(diags.has_errors()) << diags.Render();
+    graph_ = new Graph(BuildGraph(spec));
+    ASSERT_TRUE(RunPasses(*graph_, diags));
+    CodegenOptions options;
+    options.cpu_targets = {"x86-64-linux-sse41"};
+    options.cuda = false;
+    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "x.plan").string(), options));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete graph_;
+    delete compiled_;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(*compiled_) << compiled_->error().ToString();
+  }
+
+  static fs::path Plan() { return *dir_ / "x.plan"; }
+  // A fresh copy of the plan to break.
+  static fs::path Copy(const std::string& name) {
+    fs::path copy = *dir_ / name;
+    fs::remove_all(copy);
+    fs::copy(Plan(), copy, fs::copy_options::recursive);
+    return copy;
+  }
+  static void EditJson(const fs::path& plan, const std::function<void(json&)>& edit) {
+    json j = json::parse(ReadFile(plan / "plan.json"));
+    edit(j);
+    WriteFile(plan / "plan.json", j.dump(2));
+  }
+
+  static fs::path* dir_;
+  static Graph* graph_;
+  static Status* compiled_;
+};
+fs::path* PlanLoad::dir_ = nullptr;
+Graph* PlanLoad::graph_ = nullptr;
+Status* PlanLoad::compiled_ = nullptr;
+
+const PlanVars kVars = {{"DATA", "/data/imagenet"}};
+
+TEST_F(PlanLoad, RoundTripGivesTheSameChains) {
+  EXPECT_TRUE(fs::exists(Plan() / "report.txt"));
+  auto plan = sluice::Plan::Load(Plan().string(), kVars);
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->name(), "imagenet_train");
+  EXPECT_EQ(plan->source_format(), "image_folder");
+  EXPECT_EQ(plan->source_params().at("path").AsString(), "/data/imagenet/train");
+  EXPECT_EQ(plan->batch().at("size").AsInt(), 256);
+  EXPECT_EQ(plan->output().at("device").AsString(), "auto");
+  EXPECT_EQ(plan->sampling(), graph_->sampling);
+  EXPECT_EQ(plan->cpu_targets(), (std::vector<std::string>{"x86-64-linux-sse41"}));
+
+  std::vector<FusedChain> expected = BuildFusedChains(*graph_);
+  ASSERT_EQ(plan->chains().size(), expected.size());
+  ASSERT_EQ(expected.size(), 1u);
+  const FusedChain& got = plan->chains()[0];
+  EXPECT_EQ(got.symbol, expected[0].symbol);
+  EXPECT_EQ(got.input, expected[0].input);
+  EXPECT_EQ(got.output, expected[0].output);
+  ASSERT_EQ(got.steps.size(), expected[0].steps.size());
+  for (size_t i = 0; i < got.steps.size(); ++i) {
+    EXPECT_EQ(got.steps[i].op, expected[0].steps[i].op) << i;
+    EXPECT_EQ(got.steps[i].op_id, expected[0].steps[i].op_id) << i;
+    EXPECT_EQ(got.steps[i].params, expected[0].steps[i].params) << i;
+  }
+  EXPECT_EQ(plan->chain_fields(), (std::vector<std::string>{"image"}));
+  EXPECT_EQ(plan->cpu_kernel(0).output(), expected[0].output);
+}
+
+TEST_F(PlanLoad, UnboundVariableIsNamed) {
+  auto plan = sluice::Plan::Load(Plan().string(), {});
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(plan.error().message.find("${DATA}"), std::string::npos) << plan.error().message;
+  EXPECT_NE(plan.error().message.find("source.path"), std::string::npos) << plan.error().message;
+}
+
+TEST_F(PlanLoad, BumpedFormatVersionIsAVersionMismatch) {
+  fs::path copy = Copy("format.plan");
+  EditJson(copy, [](json& j) { j["format_version"] = 2; });
+  auto plan = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kVersionMismatch);
+  EXPECT_NE(plan.error().message.find("plan format version 2"), std::string::npos)
+      << plan.error().message;
+}
+
+TEST_F(PlanLoad, OtherCompilerSeriesIsAVersionMismatch) {
+  fs::path copy = Copy("compiler.plan");
+  EditJson(copy, [](json& j) { j["compiler_version"] = "9.3.0"; });
+  auto plan = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kVersionMismatch);
+  EXPECT_NE(plan.error().message.find("sluice 9.3.0"), std::string::npos) << plan.error().message;
+}
+
+TEST_F(PlanLoad, DeletedKernelsSoIsNotFound) {
+  fs::path copy = Copy("deleted.plan");
+  fs::remove(copy / "kernels.so");
+  auto plan = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(plan.error().message.find("no kernels.so"), std::string::npos) << plan.error().message;
+}
+
+TEST_F(PlanLoad, TruncatedKernelsSoIsCorrupt) {
+  fs::path copy = Copy("truncated.plan");
+  fs::resize_file(copy / "kernels.so", fs::file_size(copy / "kernels.so") / 2);
+  auto plan = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(plan.error().message.find("does not match plan.json"), std::string::npos)
+      << plan.error().message;
+}
+
+TEST_F(PlanLoad, CpuWithNoMatchingTargetIsUnsupported) {
+  fs::path copy = Copy("arm.plan");
+  EditJson(copy, [](json& j) { j["kernels"]["cpu_targets"] = json::array({"arm-64-linux"}); });
+  auto plan = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(plan.error().message.find("arm-64-linux"), std::string::npos) << plan.error().message;
+}
+
+TEST_F(PlanLoad, NotAPlanAndBadJson) {
+  auto missing = sluice::Plan::Load((*dir_ / "nope.plan").string(), kVars);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  fs::path copy = Copy("badjson.plan");
+  WriteFile(copy / "plan.json", "{\"format_version\": 1,");
+  auto bad = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kCorruptData);
+}
+
+TEST(BindVariables, SubstitutesAndNamesTheUnbound) {
+  auto ok = BindVariables("${A}/x/${B}", {{"A", "a"}, {"B", "b"}}, "source.path");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, "a/x/b");
+  auto missing = BindVariables("${A}/${ROOT}", {{"A", "a"}}, "source.path");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("${ROOT}"), std::string::npos);
+  EXPECT_FALSE(BindVariables("${A", {{"A", "a"}}, "source.path"));
+}
+
+}  // namespace
+}  // namespace sluice
