@@ -105,5 +105,21 @@ batch: {size: 4, fields: {image: image, label: cls}}
   EXPECT_FALSE(g.typed);
 }
 
+// --emit=ir-after=type_inference: RunPasses stops right after the named pass,
+// so the graph equals one that only type inference touched, whatever passes
+// come later in the pipeline.
+TEST(TypeInferenceTest, StopAfterRunsNoLaterPass) {
+  Diagnostics diags;
+  Spec spec = ParseSpecText(ReadSource("examples/imagenet_train.yaml"), "t.yaml", diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.Render();
+  Graph stopped = BuildGraph(spec);
+  ASSERT_TRUE(RunPasses(stopped, diags, "type_inference").has_value());
+  Graph only = BuildGraph(spec);
+  InferTypes(only, diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.Render();
+  EXPECT_EQ(PrintGraph(stopped), PrintGraph(only));
+  for (const Node& node : stopped.nodes) EXPECT_EQ(node.fusion_group, -1);
+}
+
 }  // namespace
 }  // namespace sluice
