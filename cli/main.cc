@@ -25,6 +25,11 @@ commands:
         -o PLAN               write the plan artifact: NOT IMPLEMENTED YET (exits 2;
                               issue: fused kernels and plan artifact)
       With neither --emit nor -o, prints a one-line summary.
+  run PLAN [--var NAME=VALUE]... [--batches N] [--epochs E] [--threads T]
+      [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
+      Load the plan and iterate its batches on the CPU (E epochs, default 1, or N
+      batches); progress on stderr, then images/s, batch latency p50/p99/max,
+      time the consumer waited, peak RSS and bad-sample counts on stdout.
   schema [-o FILE]
       Write the pipeline spec's JSON Schema (draft 2020-12), generated from the
       op registry, to stdout or FILE.
@@ -64,6 +69,7 @@ bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string
 }
 
 int Passes(const Args& args);
+int Run(const Args& args);  // cli/run_command.cc
 
 }  // namespace sluice::cli
 
@@ -88,6 +94,8 @@ int main(int argc, char** argv) {
   if (verb == "schema") return Schema(rest);
   if (verb == "ops") return Ops(rest);
   if (verb == "passes") return Passes(rest);
+  if (verb == "run") return Run(rest);
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
-  return UsageError("unknown command `" + verb + "`; commands: compile, schema, ops, passes, help");
+  return UsageError("unknown command `" + verb +
+                    "`; commands: compile, run, schema, ops, passes, help");
 }

@@ -1,0 +1,190 @@
+// `sluice run PLAN --var NAME=VALUE ... [--batches N] [--epochs E] [--threads T]
+//  [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]`
+//
+// Loads the plan, iterates its loader as a trainer would (touching nothing but
+// the batch handles) and reports throughput. Progress goes to stderr: a bar
+// redrawn in place on a terminal, a plain line every 2 seconds otherwise. The
+// summary goes to stdout: images/s, batch latency p50/p99/max, time the
+// consumer waited, peak RSS (getrusage) and bad-sample counts.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "cli/cli.h"
+#include "sluice/sluice.h"
+
+namespace sluice::cli {
+namespace {
+
+bool ParseInt(const std::string& text, int64_t& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
+}
+
+std::string Ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+int Run(const Args& args) {
+  std::string plan_path, error, value;
+  PlanVars vars;
+  int64_t batches = -1, epochs = 1;
+  LoaderOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto int_flag = [&](const std::string& flag, int64_t& out, int64_t min) -> int {
+      if (!ParseInt(value, out) || out < min) {
+        return UsageError(flag + " needs an integer >= " + std::to_string(min) + ", got `" +
+                          value + "`");
+      }
+      return 0;
+    };
+    int64_t n = 0;
+    if (TakeValue(args, i, "--var", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return UsageError("--var needs NAME=VALUE, got `" + value + "`");
+      }
+      vars[value.substr(0, eq)] = value.substr(eq + 1);
+    } else if (TakeValue(args, i, "--batches", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--batches", batches, 1)) return rc;
+    } else if (TakeValue(args, i, "--epochs", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--epochs", epochs, 1)) return rc;
+    } else if (TakeValue(args, i, "--threads", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--threads", n, 1)) return rc;
+      options.threads = static_cast<int>(n);
+    } else if (TakeValue(args, i, "--prefetch", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--prefetch", n, 1)) return rc;
+      options.prefetch = static_cast<int>(n);
+    } else if (TakeValue(args, i, "--in-flight", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--in-flight", n, 1)) return rc;
+      options.in_flight = static_cast<int>(n);
+    } else if (TakeValue(args, i, "--rank", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--rank", n, 0)) return rc;
+      options.rank = static_cast<int>(n);
+    } else if (TakeValue(args, i, "--world-size", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--world-size", n, 1)) return rc;
+      options.world_size = static_cast<int>(n);
+    } else if (TakeValue(args, i, "--seed", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (int rc = int_flag("--seed", n, 0)) return rc;
+      options.seed = static_cast<uint64_t>(n);
+    } else if (arg == "--dct-scaling") {
+      options.dct_scaling = true;
+    } else if (arg.starts_with("-")) {
+      return UsageError("unknown option `" + arg + "` for run");
+    } else if (!plan_path.empty()) {
+      return UsageError("run takes one PLAN; got `" + plan_path + "` and `" + arg + "`");
+    } else {
+      plan_path = arg;
+    }
+  }
+  if (plan_path.empty()) return UsageError("run needs a PLAN directory (sluice compile -o PLAN)");
+  if ((options.rank >= 0) != (options.world_size >= 0)) {
+    return UsageError("--rank and --world-size go together");
+  }
+  if (options.rank >= 0 && options.rank >= options.world_size) {
+    return UsageError("--rank must be less than --world-size");
+  }
+
+  auto plan = Plan::Load(plan_path, vars);
+  if (!plan) {
+    std::cerr << plan.error().ToString() << "\n";
+    return 1;
+  }
+  auto loader = Loader::Create(*plan, options);
+  if (!loader) {
+    std::cerr << loader.error().ToString() << "\n";
+    return 1;
+  }
+  const uint64_t per_epoch = loader->batches_per_epoch();
+  const uint64_t total =
+      batches > 0 ? static_cast<uint64_t>(batches) : per_epoch * static_cast<uint64_t>(epochs);
+  if (total == 0) {
+    std::cerr << "sluice: error: the plan yields no batches (" << loader->dataset_size()
+              << " samples, batch size " << loader->batch_size() << ")\n";
+    return 1;
+  }
+  const bool tty = ::isatty(2) != 0;
+  auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  uint64_t done = 0;
+  int rc = 0;
+  while (done < total) {
+    auto next = loader->Next();
+    if (!next) {
+      if (tty) std::cerr << "\n";
+      std::cerr << next.error().ToString() << "\n";
+      rc = 1;
+      break;
+    }
+    if (!*next) continue;  // end of epoch: the next call starts the next one
+    ++done;
+    next->reset();  // a trainer would use the batch here
+    auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0;
+    if (tty && (now - last_report > std::chrono::milliseconds(100) || done == total)) {
+      const int width = 30;
+      int filled = static_cast<int>(width * done / total);
+      std::fprintf(stderr, "\r[%s%s] %llu/%llu batches  %.0f img/s ",
+                   std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                   rate);
+      last_report = now;
+    } else if (!tty && now - last_report > std::chrono::seconds(2)) {
+      std::fprintf(stderr, "%llu/%llu batches  %.0f img/s\n",
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                   rate);
+      last_report = now;
+    }
+  }
+  if (tty) std::cerr << "\n";
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  LoaderStats s = loader->Stats();
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  std::printf("plan:            %s (%s)\n", plan->name().c_str(), plan_path.c_str());
+  std::printf("batches:         %llu x %lld samples in %.2f s (threads %d, in flight %d, "
+              "pool %d x %.1f MB)\n",
+              static_cast<unsigned long long>(done), static_cast<long long>(loader->batch_size()),
+              elapsed, s.threads, s.in_flight, s.pool_buffers,
+              static_cast<double>(s.batch_bytes) / 1e6);
+  std::printf("images/s:        %.1f\n",
+              elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0.0);
+  std::printf("batch latency:   p50 %s  p99 %s  max %s\n", Ms(s.latency_p50).c_str(),
+              Ms(s.latency_p99).c_str(), Ms(s.latency_max).c_str());
+  std::printf("consumer waited: %.2f s (%.0f%% of the run)\n", s.consumer_wait_seconds,
+              elapsed > 0 ? 100.0 * s.consumer_wait_seconds / elapsed : 0.0);
+  std::printf("stage time:      read %.2f s  decode %.2f s  kernel %.2f s (summed over workers)\n",
+              s.read_seconds, s.decode_seconds, s.kernel_seconds);
+  std::printf("peak RSS:        %.1f MB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+  std::printf("bad samples:     %llu (skipped %llu, replaced %llu)\n",
+              static_cast<unsigned long long>(s.bad_samples),
+              static_cast<unsigned long long>(s.skipped),
+              static_cast<unsigned long long>(s.replaced));
+  for (const BadSample& bad : s.last_bad) {
+    std::printf("  %s: %s\n", bad.path.c_str(), bad.reason.c_str());
+  }
+  return rc;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,180 @@
+// Loader: runs a compiled plan on the CPU and yields batches.
+//
+//   auto plan = sluice::Plan::Load("train.plan", {{"DATA", "/data"}});
+//   auto loader = sluice::Loader::Create(*plan, {});
+//   while (true) {
+//     auto batch = loader->Next();          // Result<std::optional<Batch>>
+//     if (!batch) { /* error: path and reason */ }
+//     if (!*batch) break;                   // end of epoch; the next Next() starts the next one
+//     const sluice::TensorView* image = (*batch)->field("image");
+//   }
+//
+// Execution (runtime/exec/loader_core.h): a tbb::task_arena of `threads`
+// workers; each worker owns a fixed scratch (read buffer + decoded image) and
+// runs fetch -> decode (region of interest) -> fused kernel for one sample at a
+// time, writing straight into the sample's slot of a batch buffer; at most
+// min(threads, in_flight) samples are alive; batch buffers come from a fixed
+// pool of prefetch + 1 buffers allocated at Create. Memory is bounded by
+// construction: nothing grows with the dataset or the number of batches.
+//
+// Determinism: a batch depends only on (plan, seed, epoch, rank, world_size,
+// batch index) — not on the thread count, the ordering mode or where the loader
+// was restored. Random draws are keyed by (seed, epoch, dataset index, op id).
+//
+// Bad samples (unreadable, not a JPEG, truncated, absurd dimensions, too small
+// for the chain) follow output.on_error:
+//   skip:    the slot takes a replacement drawn from this rank's own epoch
+//            order at local position H(seed, epoch, position, k) mod N, for the
+//            smallest attempt k = 1, 2, ... that decodes (at most 16 attempts).
+//   replace: the slot takes dataset index (i + k) mod n for the smallest k >= 1
+//            that decodes (at most 16 attempts).
+//   fail:    Next() returns kCorruptData / kNotFound / kIo naming the path and
+//            the reason, for the batch that holds the sample.
+// Either way the bad sample is counted in Stats() with its path; once more than
+// max_fraction of an epoch's samples (samples_per_rank) were bad, Next()
+// returns kCorruptData and keeps returning it until Restore().
+//
+// Epochs: Next() returns an empty optional once after the last batch of an
+// epoch; the following call starts the next epoch. An epoch with no batches
+// (fewer samples than world_size * batch_size with remainder: drop) yields
+// only the empty optional.
+//
+// Thread safety: Next, State, Restore and Stats are called from one consumer
+// thread (Stats may also be called from another thread).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sluice/batch.h"
+#include "sluice/plan.h"
+#include "sluice/result.h"
+
+namespace sluice {
+
+namespace runtime {
+class LoaderCore;
+}
+
+struct LoaderOptions {
+  // Sharding; -1 = the plan's explicit sampling.rank/world_size, else RANK and
+  // WORLD_SIZE from the environment (torchrun), else rank 0 of 1.
+  int rank = -1;
+  int world_size = -1;
+  uint64_t epoch = 0;             // first epoch
+  std::optional<uint64_t> seed;   // overrides sampling.seed
+  // Knob overrides; -1 = the plan's value, where "auto" means: threads =
+  // cpu_budget or the hardware concurrency; in_flight = 2 * threads;
+  // prefetch = 2.
+  int threads = -1;
+  int prefetch = -1;
+  int in_flight = -1;
+  // Overrides output.ordering: false = strict, true = relaxed.
+  std::optional<bool> relaxed_ordering;
+  // DCT-scaled decode (1/2, 1/4, 1/8) when a sample's crop window is at least
+  // twice the resampled size along both axes. Faster, but not bit-identical to
+  // the unpushed path (see tests/runtime/exec/pushdown_test.cc for the measured
+  // deviation). Off by default; region-of-interest decode at full scale is
+  // always on and bit-identical.
+  bool dct_scaling = false;
+};
+
+// Where a loader is: the next batch it yields is batch position / batch_size
+// of `epoch`. Serializable: ToString() gives
+// "sluice-state v1 epoch=E position=P spec=HASH".
+struct LoaderState {
+  uint64_t epoch = 0;
+  uint64_t position = 0;  // samples into the epoch (a multiple of the batch size)
+  std::string spec_hash;
+  std::string ToString() const;
+  static Result<LoaderState> FromString(const std::string& text);
+  bool operator==(const LoaderState&) const = default;
+};
+
+struct BadSample {
+  std::string path;
+  std::string reason;
+};
+
+struct LoaderStats {
+  uint64_t samples = 0;        // samples written into delivered batches
+  uint64_t batches = 0;        // batches delivered
+  double seconds = 0;          // since Create
+  double images_per_second = 0;
+  // Batch latency: first sample started -> last sample written, seconds.
+  double latency_p50 = 0, latency_p99 = 0, latency_max = 0;
+  double consumer_wait_seconds = 0;  // time spent blocked inside Next()
+  uint64_t bad_samples = 0;          // every failed read/decode (all policies)
+  uint64_t skipped = 0, replaced = 0;
+  std::vector<BadSample> last_bad;   // the most recent few (at most 8)
+  // Per-stage busy time summed over workers, seconds.
+  double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
+  int threads = 0, in_flight = 0, pool_buffers = 0;
+  int64_t batch_bytes = 0;           // one batch buffer
+};
+
+class Loader {
+ public:
+  // Opens the plan's source, builds the sampler and allocates the pools.
+  // Errors: kInvalidArgument (bad options, a batch field no chain or label
+  // writes), kUnsupported (a plan without a fused CPU kernel per image field),
+  // and the source's errors (kNotFound for a missing dataset directory).
+  static Result<Loader> Create(const Plan& plan, const LoaderOptions& options = {});
+
+  Loader(Loader&&) noexcept;
+  Loader& operator=(Loader&&) noexcept;
+  // Cancels outstanding work, waits for running tasks, frees the pool once no
+  // Batch refers to it.
+  ~Loader();
+
+  // The next batch; empty optional at the end of an epoch (see above).
+  Result<std::optional<Batch>> Next();
+
+  LoaderState State() const;
+  // Continues from `state`: cancels in-flight work and restarts there.
+  // Errors: kInvalidArgument when the spec hash differs or the position is
+  // past the epoch or not a multiple of the batch size.
+  Status Restore(const LoaderState& state);
+
+  LoaderStats Stats() const;
+
+  uint64_t batches_per_epoch() const;
+  int64_t batch_size() const;
+  size_t dataset_size() const;
+
+  // Range-for over the rest of the current epoch; iteration stops at the end
+  // of the epoch or at the first error (see error()).
+  class Iterator;
+  Iterator begin();
+  Iterator end();
+  const std::optional<Error>& error() const { return iter_error_; }
+
+ private:
+  explicit Loader(std::shared_ptr<runtime::LoaderCore> core);
+  std::shared_ptr<runtime::LoaderCore> core_;
+  std::optional<Error> iter_error_;
+};
+
+class Loader::Iterator {
+ public:
+  Batch& operator*() { return *current_; }
+  Batch* operator->() { return &*current_; }
+  Iterator& operator++() {
+    Advance();
+    return *this;
+  }
+  bool operator==(const Iterator& other) const { return done() == other.done(); }
+
+ private:
+  friend class Loader;
+  Iterator(Loader* loader) : loader_(loader) {}
+  bool done() const { return loader_ == nullptr || !current_.has_value(); }
+  void Advance();
+  Loader* loader_ = nullptr;
+  std::optional<Batch> current_;
+};
+
+}  // namespace sluice

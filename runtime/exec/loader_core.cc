@@ -1,0 +1,654 @@
+// LoaderCore: see loader_core.h for the scheduling and shutdown contract.
+#include "runtime/exec/loader_core.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "runtime/decode/jpeg_decoder.h"
+#include "runtime/kernels/kernel_library.h"
+
+namespace sluice::runtime {
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+Error Err(ErrorCode code, std::string message, std::string hint = {}) {
+  Error e;
+  e.code = code;
+  e.message = std::move(message);
+  e.hint = std::move(hint);
+  return e;
+}
+
+int64_t Ns(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
+
+const ParamValue* Find(const ParamList& list, const std::string& name) {
+  auto it = list.find(name);
+  return it == list.end() ? nullptr : &it->second;
+}
+
+int64_t IntOr(const ParamList& list, const std::string& name, int64_t fallback) {
+  const ParamValue* v = Find(list, name);
+  if (v == nullptr || !std::holds_alternative<int64_t>(v->value)) return fallback;
+  return v->AsInt();
+}
+
+std::string StringOr(const ParamList& list, const std::string& name, std::string fallback) {
+  const ParamValue* v = Find(list, name);
+  if (v == nullptr || !std::holds_alternative<std::string>(v->value)) return fallback;
+  return v->AsString();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
+                                                       const LoaderOptions& options) {
+  std::shared_ptr<LoaderCore> core(new LoaderCore());
+  core->plan_ = std::make_unique<Plan>(plan);
+  const Plan& p = *core->plan_;
+  const std::string where = "plan `" + p.path() + "`";
+
+  // Source.
+  const std::string source_path = StringOr(p.source_params(), "path", "");
+  SourceOptions source_options;
+  source_options.path_column = StringOr(p.source_params(), "path_column", "path");
+  source_options.label_column = StringOr(p.source_params(), "label_column", "label");
+  auto source = OpenSource(p.source_format(), source_path, source_options);
+  if (!source) return std::unexpected(source.error());
+  core->source_ = std::move(*source);
+
+  // Batch fields.
+  const ParamValue* size = Find(p.batch(), "size");
+  const ParamValue* fields = Find(p.batch(), "fields");
+  if (size == nullptr || fields == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument, where + " has no batch.size or batch.fields");
+  }
+  core->batch_size_ = size->AsInt();
+  if (core->batch_size_ <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, where + ": batch.size must be positive");
+  }
+  if (p.chains().empty()) {
+    return MakeError(ErrorCode::kUnsupported, where + " has no fused kernel",
+                     "the runtime runs fused chains only; see report.txt for why none was fused");
+  }
+  size_t offset = 0;
+  for (const auto& [name, value] : fields->AsStringMap()) {
+    FieldLayout f;
+    f.name = name;
+    for (size_t c = 0; c < p.chain_fields().size(); ++c) {
+      if (p.chain_fields()[c] == name) f.chain = static_cast<int>(c);
+    }
+    if (f.chain >= 0) {
+      const TensorType& t = p.chains()[f.chain].output;
+      if (!t.is_static()) {
+        return MakeError(ErrorCode::kUnsupported,
+                         where + ": field `" + name + "` has a non-static type " + t.ToString());
+      }
+      f.dtype = t.dtype;
+      f.sample_shape = t.dims;
+    } else if (value == "cls") {
+      f.dtype = DType::kInt64;
+    } else {
+      return MakeError(ErrorCode::kUnsupported,
+                       where + ": batch field `" + name + "` (value `" + value +
+                           "`) is written neither by a fused kernel nor the source's label",
+                       "recompile; report.txt says which ops were not fused");
+    }
+    int64_t elems = 1;
+    for (int64_t d : f.sample_shape) elems *= d;
+    f.sample_bytes = static_cast<size_t>(elems) * static_cast<size_t>(DTypeSize(f.dtype));
+    f.offset = offset;
+    offset += f.sample_bytes * static_cast<size_t>(core->batch_size_);
+    offset = (offset + 63) / 64 * 64;
+    core->fields_.push_back(std::move(f));
+  }
+  core->buffer_bytes_ = std::max<size_t>(offset, 64);
+  // One decode feeds every chain: they must agree on the colour.
+  const TensorType& in0 = p.chains()[0].input;
+  const int c_axis = in0.channel_axis();
+  core->gray_ = c_axis >= 0 && in0.dims[c_axis] == 1;
+  for (const FusedChain& chain : p.chains()) {
+    int ca = chain.input.channel_axis();
+    bool g = ca >= 0 && chain.input.dims[ca] == 1;
+    if (g != core->gray_) {
+      return MakeError(ErrorCode::kUnsupported, where + ": chains read different colour decodes");
+    }
+  }
+
+  // Sampling.
+  const ParamList& s = p.sampling();
+  core->seed_ = options.seed.value_or(static_cast<uint64_t>(IntOr(s, "seed", 0)));
+  SamplerConfig config;
+  config.num_samples = core->source_->size();
+  config.seed = core->seed_;
+  config.order = StringOr(s, "order", "shuffle") == "sequential" ? SampleOrder::kSequential
+                                                                 : SampleOrder::kShuffle;
+  config.remainder = StringOr(s, "remainder", "drop") == "pad" ? Remainder::kPad : Remainder::kDrop;
+  config.batch_size = static_cast<uint64_t>(core->batch_size_);
+  int rank = 0, world = 1;
+  if (StringOr(s, "sharding", "auto") != "none") {
+    int64_t plan_rank = IntOr(s, "rank", -1), plan_world = IntOr(s, "world_size", -1);
+    if (options.rank >= 0 || options.world_size >= 0) {
+      rank = std::max(options.rank, 0);
+      world = std::max(options.world_size, 1);
+    } else if (plan_rank >= 0 || plan_world >= 0) {
+      rank = static_cast<int>(std::max<int64_t>(plan_rank, 0));
+      world = static_cast<int>(std::max<int64_t>(plan_world, 1));
+    } else {
+      auto env = DistributedEnvFromEnvironment();
+      if (!env) return std::unexpected(env.error());
+      rank = env->rank;
+      world = env->world_size;
+    }
+  }
+  config.rank = rank;
+  config.world_size = world;
+  auto sampler = EpochSampler::Create(config);
+  if (!sampler) return std::unexpected(sampler.error());
+  core->sampler_.emplace(std::move(*sampler));
+
+  // Policy and knobs.
+  const ParamList& out = p.output();
+  if (const ParamValue* on_error = Find(out, "on_error")) {
+    const ParamList& e = on_error->AsSection();
+    std::string policy = StringOr(e, "policy", "skip");
+    core->policy_ = policy == "fail"      ? ErrorPolicy::kFail
+                    : policy == "replace" ? ErrorPolicy::kReplace
+                                          : ErrorPolicy::kSkip;
+    if (const ParamValue* mf = Find(e, "max_fraction")) core->max_fraction_ = mf->AsFloat();
+  }
+  core->relaxed_ = options.relaxed_ordering.value_or(StringOr(out, "ordering", "strict") ==
+                                                     "relaxed");
+  core->dct_scaling_ = options.dct_scaling;
+  int64_t threads = options.threads > 0 ? options.threads : IntOr(out, "threads", -1);
+  if (threads <= 0) threads = IntOr(out, "cpu_budget", -1);
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  int64_t in_flight = options.in_flight > 0 ? options.in_flight : IntOr(out, "in_flight", -1);
+  if (in_flight <= 0) in_flight = 2 * threads;
+  int64_t prefetch = options.prefetch > 0 ? options.prefetch : IntOr(out, "prefetch", -1);
+  if (prefetch <= 0) prefetch = 2;
+  if (options.threads == 0 || options.prefetch == 0 || options.in_flight == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "LoaderOptions threads/prefetch/in_flight must be positive or -1 (auto)");
+  }
+  core->threads_ = static_cast<int>(threads);
+  core->workers_ = static_cast<int>(std::min(threads, in_flight));
+  core->prefetch_ = static_cast<int>(prefetch);
+
+  // Pools: fixed from here on.
+  core->scratch_.resize(static_cast<size_t>(core->workers_));
+  core->buffers_.resize(static_cast<size_t>(core->prefetch_ + 1));
+  for (PoolBuffer& b : core->buffers_) {
+    b.data = static_cast<uint8_t*>(std::aligned_alloc(64, core->buffer_bytes_));
+    if (b.data == nullptr) {
+      return MakeError(ErrorCode::kInternal, "cannot allocate a batch buffer of " +
+                                                 std::to_string(core->buffer_bytes_) + " bytes");
+    }
+    b.samples.assign(static_cast<size_t>(core->batch_size_), 0);
+  }
+  for (int w = core->workers_ - 1; w >= 0; --w) core->idle_workers_.push_back(w);
+  core->parallelism_ = std::make_unique<tbb::global_control>(
+      tbb::global_control::max_allowed_parallelism, static_cast<size_t>(core->threads_) + 1);
+  core->arena_ = std::make_unique<tbb::task_arena>(core->threads_, 0);
+  core->created_ = Clock::now();
+  core->last_bad_.reserve(8);
+
+  std::unique_lock lock(core->mutex_);
+  core->StartEpochLocked(options.epoch, 0);
+  core->PumpLocked();
+  return core;
+}
+
+LoaderCore::~LoaderCore() {
+  for (PoolBuffer& b : buffers_) std::free(b.data);
+}
+
+void LoaderCore::Shutdown() {
+  std::unique_lock lock(mutex_);
+  stopping_ = true;
+  WaitIdleLocked(lock);
+}
+
+void LoaderCore::WaitIdleLocked(std::unique_lock<std::mutex>& lock) {
+  cv_.wait(lock, [&] { return active_workers_ == 0; });
+}
+
+void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position) {
+  epoch_ = epoch;
+  order_.emplace(sampler_->Epoch(epoch));
+  sched_pos_ = position;
+  start_pos_ = position;
+  fill_buffer_ = -1;
+  deliver_next_ = position / static_cast<uint64_t>(batch_size_);
+  delivered_in_epoch_ = deliver_next_;
+  delivered_.assign(batches_per_epoch(), false);
+  for (uint64_t k = 0; k < deliver_next_ && k < delivered_.size(); ++k) delivered_[k] = true;
+  epoch_bad_ = 0;
+}
+
+bool LoaderCore::WorkAvailableLocked() const {
+  if (stopping_ || fatal_) return false;
+  if (sched_pos_ >= sampler_->samples_per_rank()) return false;
+  if (sched_pos_ % static_cast<uint64_t>(batch_size_) != 0) return true;
+  return std::any_of(buffers_.begin(), buffers_.end(),
+                     [](const PoolBuffer& b) { return b.state == BufferState::kFree; });
+}
+
+bool LoaderCore::TakeJobLocked(Job& job) {
+  if (!WorkAvailableLocked()) return false;
+  const uint64_t b = static_cast<uint64_t>(batch_size_);
+  const int64_t slot = static_cast<int64_t>(sched_pos_ % b);
+  if (slot == 0) {
+    int free = -1;
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i].state == BufferState::kFree) {
+        free = static_cast<int>(i);
+        break;
+      }
+    }
+    PoolBuffer& buf = buffers_[free];
+    buf.state = BufferState::kFilling;
+    buf.epoch = epoch_;
+    buf.index = sched_pos_ / b;
+    buf.remaining = batch_size_;
+    buf.start = Clock::now();
+    buf.error.reset();
+    fill_buffer_ = free;
+  }
+  job.buffer = fill_buffer_;
+  job.slot = slot;
+  job.epoch = epoch_;
+  job.position = sched_pos_;
+  ++sched_pos_;
+  return true;
+}
+
+void LoaderCore::PumpLocked() {
+  while (!idle_workers_.empty() && WorkAvailableLocked()) {
+    int w = idle_workers_.back();
+    idle_workers_.pop_back();
+    ++active_workers_;
+    arena_->enqueue([this, w] { WorkerLoop(w); });
+  }
+}
+
+void LoaderCore::WorkerLoop(int worker) {
+  // Never throws: anything thrown becomes a fatal error for Next().
+  Scratch& scratch = scratch_[static_cast<size_t>(worker)];
+  Outcome outcome;
+  while (true) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      if (!TakeJobLocked(job)) {
+        idle_workers_.push_back(worker);
+        --active_workers_;
+        cv_.notify_all();
+        return;
+      }
+    }
+    try {
+      outcome.used_index = 0;
+      outcome.error.reset();
+      outcome.fatal.reset();
+      outcome.bad_count = 0;
+      outcome.read_ns = outcome.decode_ns = outcome.kernel_ns = 0;
+      ProcessSample(job, scratch, outcome);
+    } catch (const std::exception& e) {
+      outcome.fatal = Err(ErrorCode::kInternal, std::string("exception in a loader task: ") +
+                                                      e.what());
+    } catch (...) {
+      outcome.fatal = Err(ErrorCode::kInternal, "unknown exception in a loader task");
+    }
+    std::unique_lock lock(mutex_);
+    try {
+      CompleteLocked(job, outcome);
+    } catch (...) {
+      fatal_ = Err(ErrorCode::kInternal, "exception while completing a sample");
+      cv_.notify_all();
+    }
+  }
+}
+
+void LoaderCore::ProcessSample(const Job& job, Scratch& scratch, Outcome& out) const {
+  const uint64_t index = (*order_)[job.position];
+  const uint64_t n = source_->size();
+  const uint64_t local_n = order_->size();
+  for (int attempt = 0; attempt <= kMaxAttempts; ++attempt) {
+    uint64_t candidate = index;
+    if (attempt > 0) {
+      if (policy_ == ErrorPolicy::kReplace) {
+        candidate = (index + static_cast<uint64_t>(attempt)) % n;
+      } else {
+        uint64_t h = Mix(Mix(seed_ ^ Mix(job.epoch)) ^ Mix(job.position * 131 + attempt));
+        candidate = (*order_)[h % local_n];
+      }
+    }
+    bool fatal = false;
+    Status st = RunSample(candidate, job, scratch, out, fatal);
+    if (st) {
+      out.used_index = candidate;
+      return;
+    }
+    if (fatal) {
+      out.fatal = st.error();
+      return;
+    }
+    if (out.bad_count < kMaxBadPerSample) {
+      out.bad_index[out.bad_count] = candidate;
+      out.bad_error[out.bad_count] = st.error();
+      ++out.bad_count;
+    }
+    if (policy_ == ErrorPolicy::kFail) {
+      out.error = st.error();
+      return;
+    }
+  }
+  out.error = Err(ErrorCode::kCorruptData,
+                    "no decodable sample after " + std::to_string(kMaxAttempts) +
+                        " replacement attempts for " + source_->path(index));
+}
+
+Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
+                             bool& fatal) const {
+  auto t0 = Clock::now();
+  auto bytes = source_->Read(index, scratch.read);
+  auto t1 = Clock::now();
+  out.read_ns += Ns(t0, t1);
+  auto with_path = [&](const Error& e) {
+    Error copy = e;
+    const std::string& path = source_->path(index);
+    if (copy.message.find(path) == std::string::npos) copy.message = path + ": " + copy.message;
+    return std::unexpected(std::move(copy));
+  };
+  if (!bytes) return with_path(bytes.error());
+  std::span<const uint8_t> data(scratch.read.data(), *bytes);
+  auto header = ReadJpegHeader(data);
+  if (!header) return with_path(header.error());
+  const Plan& p = *plan_;
+  DecodeRequest request;
+  request.color = gray_ ? OutputColor::kGray : OutputColor::kRGB;
+
+  // Decode pushdown for a single chain: the union of what the window reads.
+  std::optional<SampleArgs> pushed;
+  if (p.chains().size() == 1) {
+    auto args = ComputeSampleArgs(p.chains()[0], header->height, header->width, seed_, job.epoch,
+                                  index);
+    if (!args) return with_path(args.error());
+    const int64_t y_lo = std::max<int64_t>({args->y.window_start, args->y.src_lo, 0});
+    const int64_t y_hi = std::min<int64_t>(
+        {int64_t{args->y.window_start} + args->y.window, args->y.src_hi, header->height});
+    const int64_t x_lo = std::max<int64_t>({args->x.window_start, args->x.src_lo, 0});
+    const int64_t x_hi = std::min<int64_t>(
+        {int64_t{args->x.window_start} + args->x.window, args->x.src_hi, header->width});
+    if (y_lo < y_hi && x_lo < x_hi) {
+      request.crop = PixelRect{static_cast<int>(x_lo), static_cast<int>(y_lo),
+                               static_cast<int>(x_hi - x_lo), static_cast<int>(y_hi - y_lo)};
+      const bool whole_window = y_lo == args->y.window_start &&
+                                y_hi == args->y.window_start + args->y.window &&
+                                x_lo == args->x.window_start &&
+                                x_hi == args->x.window_start + args->x.window;
+      if (dct_scaling_ && whole_window && args->y.window >= 2 * args->y.resized &&
+          args->x.window >= 2 * args->x.resized) {
+        request.min_width = args->x.resized;
+        request.min_height = args->y.resized;
+      }
+      pushed = *args;
+    }
+  }
+  auto region = DecodeJpeg(data, request, scratch.image);
+  auto t2 = Clock::now();
+  out.decode_ns += Ns(t1, t2);
+  if (!region) return with_path(region.error());
+  const ImageBuffer& img = scratch.image;
+  ImageView view{img.data(), img.height(), img.width(), img.channels(),
+                 static_cast<int64_t>(img.stride())};
+  for (const FieldLayout& f : fields_) {
+    uint8_t* slot = Slot(job.buffer, f, job.slot);
+    if (f.chain < 0) {
+      int64_t label = source_->label(index);
+      std::memcpy(slot, &label, sizeof(label));
+      continue;
+    }
+    SampleArgs args;
+    if (pushed) {
+      args = *pushed;
+      const PixelRect& crop = *request.crop;
+      auto shift = [](AxisArgs& a, int lo, int hi, int decoded_at) {
+        a.window_start -= decoded_at;
+        a.src_lo = lo - decoded_at;
+        a.src_hi = hi - decoded_at;
+      };
+      if (region->scale_denom == 1) {
+        shift(args.x, crop.x, crop.x + crop.width, region->decoded.x);
+        shift(args.y, crop.y, crop.y + crop.height, region->decoded.y);
+      } else {
+        // DCT-scaled: the window becomes the whole-pixel crop in the buffer.
+        const PixelRect& c = region->crop_in_buffer;
+        args.x.window_start = args.x.src_lo = c.x;
+        args.x.window = c.width;
+        args.x.src_hi = c.x + c.width;
+        args.y.window_start = args.y.src_lo = c.y;
+        args.y.window = c.height;
+        args.y.src_hi = c.y + c.height;
+      }
+    } else {
+      auto full = ComputeSampleArgs(p.chains()[f.chain], img.height(), img.width(), seed_,
+                                    job.epoch, index);
+      if (!full) return with_path(full.error());
+      args = *full;
+    }
+    auto k0 = Clock::now();
+    Status st = p.cpu_kernel(static_cast<size_t>(f.chain)).Run(view, args, slot);
+    out.kernel_ns += Ns(k0, Clock::now());
+    if (!st) {
+      fatal = true;
+      return with_path(st.error());
+    }
+  }
+  return Ok();
+}
+
+void LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
+  PoolBuffer& b = buffers_[static_cast<size_t>(job.buffer)];
+  read_ns_ += o.read_ns;
+  decode_ns_ += o.decode_ns;
+  kernel_ns_ += o.kernel_ns;
+  for (int i = 0; i < o.bad_count; ++i) {
+    ++bad_total_;
+    ++epoch_bad_;
+    if (policy_ == ErrorPolicy::kSkip) ++skipped_;
+    if (policy_ == ErrorPolicy::kReplace) ++replaced_;
+    if (last_bad_.size() == 8) last_bad_.erase(last_bad_.begin());
+    last_bad_.push_back(BadSample{source_->path(o.bad_index[i]), o.bad_error[i]->message});
+  }
+  if (o.fatal && !fatal_) fatal_ = o.fatal;
+  if (o.error && !b.error) b.error = o.error;
+  const double allowed = max_fraction_ * static_cast<double>(sampler_->samples_per_rank());
+  if (!fatal_ && policy_ != ErrorPolicy::kFail && static_cast<double>(epoch_bad_) > allowed) {
+    fatal_ = Err(ErrorCode::kCorruptData,
+                   std::to_string(epoch_bad_) + " bad samples in epoch " +
+                       std::to_string(epoch_) + " exceed on_error.max_fraction " +
+                       std::to_string(max_fraction_) + " of " +
+                       std::to_string(sampler_->samples_per_rank()) + " samples; last: " +
+                       last_bad_.back().path + ": " + last_bad_.back().reason,
+                   "fix or remove the bad files, or raise output.on_error.max_fraction");
+  }
+  b.samples[static_cast<size_t>(job.slot)] = o.used_index;
+  if (--b.remaining == 0) {
+    b.state = BufferState::kReady;
+    latency_.Add(std::chrono::duration<double>(Clock::now() - b.start).count());
+    cv_.notify_all();
+  }
+  if (fatal_) cv_.notify_all();
+}
+
+Batch LoaderCore::MakeBatchLocked(int buffer) {
+  PoolBuffer& b = buffers_[static_cast<size_t>(buffer)];
+  b.state = BufferState::kHeld;
+  Batch batch;
+  batch.core_ = shared_from_this();
+  batch.buffer_ = buffer;
+  batch.size_ = batch_size_;
+  batch.epoch_ = b.epoch;
+  batch.index_ = b.index;
+  batch.samples_ = b.samples;
+  for (const FieldLayout& f : fields_) {
+    TensorView v;
+    v.name = f.name;
+    v.dtype = f.dtype;
+    v.shape.push_back(batch_size_);
+    v.shape.insert(v.shape.end(), f.sample_shape.begin(), f.sample_shape.end());
+    v.strides.assign(v.shape.size(), 1);
+    for (int i = static_cast<int>(v.shape.size()) - 2; i >= 0; --i) {
+      v.strides[i] = v.strides[i + 1] * v.shape[i + 1];
+    }
+    v.data = b.data + f.offset;
+    v.bytes = f.sample_bytes * static_cast<size_t>(batch_size_);
+    batch.fields_.push_back(std::move(v));
+  }
+  return batch;
+}
+
+Result<std::optional<Batch>> LoaderCore::Next() {
+  auto t0 = Clock::now();
+  std::unique_lock lock(mutex_);
+  auto done_waiting = [&] { wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count(); };
+  while (true) {
+    if (fatal_) {
+      done_waiting();
+      return std::unexpected(*fatal_);
+    }
+    if (delivered_in_epoch_ >= batches_per_epoch()) {
+      // End of epoch: report it once, then start the next.
+      StartEpochLocked(epoch_ + 1, 0);
+      PumpLocked();
+      done_waiting();
+      return std::optional<Batch>();
+    }
+    int pick = -1;
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const PoolBuffer& b = buffers_[i];
+      if (b.state != BufferState::kReady || b.epoch != epoch_) continue;
+      if (relaxed_ ? (pick < 0 || b.index < buffers_[pick].index) : b.index == deliver_next_) {
+        pick = static_cast<int>(i);
+      }
+    }
+    if (pick >= 0) {
+      PoolBuffer& b = buffers_[static_cast<size_t>(pick)];
+      delivered_[b.index] = true;
+      ++delivered_in_epoch_;
+      while (deliver_next_ < delivered_.size() && delivered_[deliver_next_]) ++deliver_next_;
+      if (b.error) {
+        Error e = *b.error;
+        b.state = BufferState::kFree;
+        PumpLocked();
+        done_waiting();
+        return std::unexpected(std::move(e));
+      }
+      ++batches_;
+      samples_ += static_cast<uint64_t>(batch_size_);
+      Batch batch = MakeBatchLocked(pick);
+      done_waiting();
+      return std::optional<Batch>(std::move(batch));
+    }
+    // Nothing ready: is anything coming?
+    const bool producing = std::any_of(buffers_.begin(), buffers_.end(), [](const PoolBuffer& b) {
+      return b.state == BufferState::kFilling || b.state == BufferState::kReady;
+    });
+    if (!producing && !WorkAvailableLocked()) {
+      done_waiting();
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "every batch buffer (" + std::to_string(buffers_.size()) +
+                           ") is held by the caller; the loader cannot fill another",
+                       "destroy batches you no longer need, or raise output.prefetch");
+    }
+    PumpLocked();
+    cv_.wait(lock);
+  }
+}
+
+void LoaderCore::Release(int buffer) {
+  std::unique_lock lock(mutex_);
+  buffers_[static_cast<size_t>(buffer)].state = BufferState::kFree;
+  PumpLocked();
+  cv_.notify_all();
+}
+
+LoaderState LoaderCore::State() const {
+  std::unique_lock lock(mutex_);
+  LoaderState s;
+  s.spec_hash = plan_->spec_hash();
+  if (delivered_in_epoch_ >= batches_per_epoch()) {
+    s.epoch = epoch_ + 1;
+    s.position = 0;
+  } else {
+    s.epoch = epoch_;
+    s.position = deliver_next_ * static_cast<uint64_t>(batch_size_);
+  }
+  return s;
+}
+
+Status LoaderCore::Restore(const LoaderState& state) {
+  if (state.spec_hash != plan_->spec_hash()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "loader state is for spec " + state.spec_hash + ", this plan's is " +
+                         plan_->spec_hash(),
+                     "restore a state saved by a loader of the same plan");
+  }
+  const uint64_t b = static_cast<uint64_t>(batch_size_);
+  if (state.position % b != 0 || state.position > sampler_->samples_per_rank()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "loader state position " + std::to_string(state.position) +
+                         " is not a batch boundary within the epoch (" +
+                         std::to_string(sampler_->samples_per_rank()) + " samples per epoch)");
+  }
+  std::unique_lock lock(mutex_);
+  const bool was_stopping = stopping_;
+  stopping_ = true;  // no new jobs while draining
+  WaitIdleLocked(lock);
+  stopping_ = was_stopping;
+  for (PoolBuffer& buf : buffers_) {
+    if (buf.state != BufferState::kHeld) buf.state = BufferState::kFree;
+  }
+  fatal_.reset();
+  StartEpochLocked(state.epoch, state.position);
+  PumpLocked();
+  return Ok();
+}
+
+LoaderStats LoaderCore::Stats() const {
+  std::unique_lock lock(mutex_);
+  LoaderStats s;
+  s.samples = samples_;
+  s.batches = batches_;
+  s.seconds = std::chrono::duration<double>(Clock::now() - created_).count();
+  s.images_per_second = s.seconds > 0 ? static_cast<double>(samples_) / s.seconds : 0;
+  s.latency_p50 = latency_.Quantile(0.5);
+  s.latency_p99 = latency_.Quantile(0.99);
+  s.latency_max = latency_.max();
+  s.consumer_wait_seconds = wait_seconds_;
+  s.bad_samples = bad_total_;
+  s.skipped = skipped_;
+  s.replaced = replaced_;
+  s.last_bad = last_bad_;
+  s.read_seconds = static_cast<double>(read_ns_) * 1e-9;
+  s.decode_seconds = static_cast<double>(decode_ns_) * 1e-9;
+  s.kernel_seconds = static_cast<double>(kernel_ns_) * 1e-9;
+  s.threads = threads_;
+  s.in_flight = workers_;
+  s.pool_buffers = static_cast<int>(buffers_.size());
+  s.batch_bytes = static_cast<int64_t>(buffer_bytes_);
+  return s;
+}
+
+}  // namespace sluice::runtime

@@ -1,0 +1,205 @@
+// Shared fixtures for the loader tests: a small compiled plan (32x32 float32
+// CHW outputs, batch 4) made once per test binary, and JPEG data sets written
+// with libturbojpeg into temporary folders.
+//
+// The plan comes from $SLUICE_TEST_PLAN when set (the sanitizer runs use a
+// plan compiled by the normal build; see tests/sanitizers/run.sh), else it is
+// compiled here through the compiler library (one SSE4.1 target, no CUDA).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <turbojpeg.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#ifndef SLUICE_TESTS_NO_COMPILER
+#include "compiler/ir/ir.h"
+#include "compiler/passes/pass.h"
+#include "compiler/plan/plan_writer.h"
+#include "compiler/spec/diagnostics.h"
+#include "compiler/spec/spec.h"
+#endif
+#include "sluice/sluice.h"
+
+namespace sluice::testing_loader {
+
+namespace fs = std::filesystem;
+
+// The spec of the test plan (tests/runtime/loader/loader_test.yaml).
+inline std::string LoaderTestSpec() {
+  std::ifstream in(std::string(SLUICE_SOURCE_DIR) + "/tests/runtime/loader/loader_test.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A directory removed (recursively) on destruction.
+class ScopedDir {
+ public:
+  explicit ScopedDir(const std::string& tag) {
+    std::string tmpl = (fs::temp_directory_path() / ("sluice_" + tag + "_XXXXXX")).string();
+    char* made = ::mkdtemp(tmpl.data());
+    path_ = made ? made : "";
+  }
+  ~ScopedDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// The compiled test plan's directory (compiled on first use). Empty + error
+// text when compilation failed.
+struct CompiledPlan {
+  std::unique_ptr<ScopedDir> dir;
+  std::string path;
+  std::string error;
+};
+
+inline const CompiledPlan& TestPlan() {
+  static CompiledPlan plan = [] {
+    CompiledPlan p;
+    if (const char* env = std::getenv("SLUICE_TEST_PLAN"); env != nullptr && *env) {
+      p.path = env;
+      return p;
+    }
+#ifdef SLUICE_TESTS_NO_COMPILER
+    p.error = "SLUICE_TEST_PLAN is not set and this test binary has no compiler";
+#else
+    p.dir = std::make_unique<ScopedDir>("loader_plan");
+    Diagnostics diags;
+    const std::string spec_text = LoaderTestSpec();
+    Spec spec = ParseSpecText(spec_text, "loader_test.yaml", diags);
+    if (diags.has_errors()) {
+      p.error = diags.Render();
+      return p;
+    }
+    Graph graph = BuildGraph(spec);
+    Status passes = RunPasses(graph, diags);
+    if (diags.has_errors() || !passes) {
+      p.error = diags.Render() + (passes ? "" : passes.error().ToString());
+      return p;
+    }
+    CodegenOptions options;
+    options.cpu_targets = {"x86-64-linux-sse41"};
+    options.cuda = false;
+    std::string out = (p.dir->path() / "loader_test.plan").string();
+    Status st = CompilePlan(graph, spec_text, out, options);
+    if (!st) {
+      p.error = st.error().ToString();
+      return p;
+    }
+    p.path = out;
+#endif
+    return p;
+  }();
+  return plan;
+}
+
+// A copy of the test plan in `dir` with plan.json edited by `edit`.
+inline std::string EditedPlan(const fs::path& dir, const std::string& name,
+                              const std::function<void(nlohmann::json&)>& edit) {
+  fs::path copy = dir / name;
+  fs::remove_all(copy);
+  fs::copy(TestPlan().path, copy, fs::copy_options::recursive);
+  std::ifstream in(copy / "plan.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  in.close();
+  nlohmann::json j = nlohmann::json::parse(text.str());
+  edit(j);
+  std::ofstream(copy / "plan.json", std::ios::trunc) << j.dump(2);
+  return copy.string();
+}
+
+// Photo-like deterministic RGB content: smooth gradients plus texture.
+inline std::vector<uint8_t> MakeJpeg(int width, int height, uint32_t seed, int quality = 90) {
+  std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
+  uint32_t s = seed * 2654435761u + 1;
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        s = s * 1664525u + 1013904223u;
+        int v = (x * (c + 1) * 255 / width + y * (3 - c) * 255 / height) / 2 +
+                static_cast<int>((s >> 24) % 24) + static_cast<int>(seed % 50);
+        rgb[(static_cast<size_t>(y) * width + x) * 3 + c] = static_cast<uint8_t>(v & 255);
+      }
+    }
+  }
+  tjhandle tj = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  tjCompress2(tj, rgb.data(), width, 0, height, TJPF_RGB, &jpeg, &size, TJSAMP_420, quality,
+              TJFLAG_ACCURATEDCT);
+  std::vector<uint8_t> out(jpeg, jpeg + size);
+  tjFree(jpeg);
+  tjDestroy(tj);
+  return out;
+}
+
+inline void WriteBytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// `n` JPEGs spread over `classes` class folders under dir, sizes between
+// min_side and max_side. Returns the paths in write order.
+inline std::vector<std::string> MakeDataset(const fs::path& dir, int n, int classes = 3,
+                                            int min_side = 40, int max_side = 90) {
+  std::vector<std::string> paths;
+  for (int i = 0; i < n; ++i) {
+    int w = min_side + (i * 37) % (max_side - min_side + 1);
+    int h = min_side + (i * 53) % (max_side - min_side + 1);
+    char name[64];
+    std::snprintf(name, sizeof name, "class_%d/img_%03d.jpg", i % classes, i);
+    fs::path p = dir / name;
+    WriteBytes(p, MakeJpeg(w, h, static_cast<uint32_t>(i)));
+    paths.push_back(p.string());
+  }
+  return paths;
+}
+
+// All bytes of every field of every batch of one epoch, for comparisons.
+struct EpochBytes {
+  std::vector<std::vector<uint8_t>> batches;
+  std::vector<std::vector<uint64_t>> samples;
+};
+
+inline Result<EpochBytes> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MAX) {
+  EpochBytes out;
+  while (out.batches.size() < max_batches) {
+    auto next = loader.Next();
+    if (!next) return std::unexpected(next.error());
+    if (!*next) break;
+    std::vector<uint8_t> bytes;
+    for (const TensorView& v : (*next)->fields()) {
+      const auto* p = static_cast<const uint8_t*>(v.data);
+      bytes.insert(bytes.end(), p, p + v.bytes);
+    }
+    out.batches.push_back(std::move(bytes));
+    out.samples.push_back((*next)->sample_indices());
+  }
+  return out;
+}
+
+#define SLUICE_REQUIRE_TEST_PLAN()                                                \
+  do {                                                                            \
+    const auto& test_plan_ = ::sluice::testing_loader::TestPlan();                \
+    ASSERT_FALSE(test_plan_.path.empty()) << "test plan: " << test_plan_.error;   \
+  } while (0)
+
+}  // namespace sluice::testing_loader

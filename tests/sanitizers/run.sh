@@ -1,0 +1,38 @@
+#!/bin/sh
+# Runs the runtime tests (decode, sources, sampling, exec, loader) under a
+# sanitizer. Invoked by ctest (label `sanitizers`):
+#   tests/sanitizers/run.sh address|thread PATH/TO/sluice BUILD_DIR
+# 1. configures BUILD_DIR with -DSLUICE_SANITIZE=$1 and builds only
+#    sluice_runtime_tests there (no compiler, no Halide: fast enough for CI);
+# 2. compiles the loader tests' plan with the normal build's `sluice` (Halide
+#    under ASan/TSan would be slow; the kernels are generated code either way);
+# 3. runs the tests with SLUICE_TEST_PLAN pointing at that plan.
+set -eu
+san="$1"
+sluice="$2"
+build="$3"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+jobs="${SLUICE_SANITIZER_JOBS:-2}"
+
+cmake -S "$src" -B "$build" -DSLUICE_SANITIZE="$san" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" --target sluice_runtime_tests -j "$jobs"
+
+plan_dir="$(mktemp -d "${TMPDIR:-/tmp}/sluice_sanitize_XXXXXX")"
+trap 'rm -rf "$plan_dir"' EXIT
+"$sluice" compile "$src/tests/runtime/loader/loader_test.yaml" -o "$plan_dir/loader_test.plan"
+
+export SLUICE_TEST_PLAN="$plan_dir/loader_test.plan"
+case "$san" in
+  address)
+    # detect_leaks: the loader must free every pool buffer and scratch.
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
+    ;;
+  thread)
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$src/tests/sanitizers/tsan.supp"
+    ;;
+  *)
+    echo "run.sh: unknown sanitizer '$san' (address or thread)" >&2
+    exit 2
+    ;;
+esac
+exec "$build/sluice_runtime_tests" --gtest_brief=1
