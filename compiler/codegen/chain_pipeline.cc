@@ -215,24 +215,16 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
       ky = RDom(0, ya.taps, "ky");
       Expr jy = yt.first(ry) + ky;
       Expr row = select(InSource(ya, jy),
-                        cast<float>(in(c, sx, ClampedSource(ya, jy, in_h))),  // sx is in the image
+                        cast<float>(in(c, clamp(sx, 0, in_w - 1), ClampedSource(ya, jy, in_h))),
                         fill);
       vert(c, sx, y) = 0.0f;
       vert(c, sx, y) += yt.weight(ky, ry) * row;
       // Horizontal pass over the vertical result.
       kx = RDom(0, xa.taps, "kx");
-      // Per output column (flip and offset applied) tables, x innermost: the
-      // weights are dense vector loads; only the row buffer is gathered.
-      Var kv("kv");
-      Func xcol_first("xcol_first"), xcol_w("xcol_w");
-      xcol_first(x) = xt.first(rx);
-      xcol_w(kv, x) = xt.weight(kv, rx);
-      xcol_first.compute_root();
-      xcol_w.compute_root().reorder_storage(x, kv);
-      Expr jx = xcol_first(x) + kx;
+      Expr jx = xt.first(rx) + kx;
       Expr col = select(InSource(xa, jx), vert(c, ClampedSource(xa, jx, in_w), y), fill);
       acc(c, x, y) = 0.0f;
-      acc(c, x, y) += xcol_w(kx, x) * col;
+      acc(c, x, y) += xt.weight(kx, rx) * col;
       vert.bound(c, 0, in_c);
       Var cx("cx");
       vert.fuse(c, sx, cx).vectorize(cx, 16, TailStrategy::GuardWithIf);

@@ -1,0 +1,70 @@
+// KernelLibrary: clear errors for a missing or corrupt kernels.so, a missing
+// symbol, or a CPU that matches none of the library's targets.
+#include "runtime/kernels/kernel_library.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/compiler/codegen/kernel_fixture.h"
+#include "tests/runtime/test_tmpdir.h"
+
+namespace sluice::runtime {
+namespace {
+
+TEST(KernelLibraryTest, MissingFileIsNotFound) {
+  auto lib = KernelLibrary::Open("/nonexistent/kernels.so");
+  ASSERT_FALSE(lib);
+  EXPECT_EQ(lib.error().code, ErrorCode::kNotFound);
+}
+
+TEST(KernelLibraryTest, CorruptFileIsCorruptData) {
+  testing::TempDir dir;
+  const std::string path = dir.Write("kernels.so", std::string_view("not an ELF file at all"));
+  auto lib = KernelLibrary::Open(path);
+  ASSERT_FALSE(lib);
+  EXPECT_EQ(lib.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(lib.error().message.find(path), std::string::npos);
+}
+
+TEST(KernelLibraryTest, MissingSymbolIsNotFound) {
+  const auto& k = sluice::testing::SharedKernels();
+  ASSERT_TRUE(k.library) << k.library.error().ToString();
+  FusedChain chain = k.chains.at("train");
+  chain.symbol = "no_such_kernel";
+  auto kernel = k.library->CpuKernel(chain);
+  ASSERT_FALSE(kernel);
+  EXPECT_EQ(kernel.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(kernel.error().message.find("no_such_kernel"), std::string::npos);
+  // Built without CUDA: the CUDA symbol is reported missing, not called.
+  auto cuda = k.library->CudaKernel(k.chains.at("train"));
+  ASSERT_FALSE(cuda);
+  EXPECT_EQ(cuda.error().code, ErrorCode::kNotFound);
+}
+
+TEST(KernelLibraryTest, WrongChannelCountIsRejected) {
+  const auto& k = sluice::testing::SharedKernels();
+  ASSERT_TRUE(k.library);
+  auto kernel = k.library->CpuKernel(k.chains.at("eval"));
+  ASSERT_TRUE(kernel);
+  std::vector<uint8_t> px(16);
+  std::vector<float> out(224 * 224 * 3);
+  auto st = kernel->Run({px.data(), 4, 4, 1, 4}, SampleArgs{}, out.data());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST(KernelLibraryTest, CpuTargetCheck) {
+  EXPECT_TRUE(CheckCpuSupports({"x86-64-linux-sse41"}));
+  auto none = CheckCpuSupports({});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ErrorCode::kUnsupported);
+  auto arm = CheckCpuSupports({"arm-64-linux"});
+  ASSERT_FALSE(arm);
+  EXPECT_EQ(arm.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(arm.error().message.find("arm-64-linux"), std::string::npos);
+  if (!__builtin_cpu_supports("avx512f")) {
+    EXPECT_FALSE(CheckCpuSupports({"x86-64-linux-avx512_skylake-avx512"}));
+  }
+}
+
+}  // namespace
+}  // namespace sluice::runtime
