@@ -10,7 +10,7 @@ namespace sluice::plan_format {
 using json = nlohmann::json;
 
 std::string HashBytes(std::string_view bytes) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64 offset basis
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
   for (unsigned char c : bytes) {
     h ^= c;
     h *= 1099511628211ull;  // FNV 64 prime
