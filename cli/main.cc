@@ -22,8 +22,8 @@ commands:
         --emit=ir             print the IR after all passes to stdout
         --emit=ir-after=PASS  print the IR after pass PASS (passes: see `sluice passes`)
         --emit=spec           print the validated spec, defaults explicit, as YAML
-        -o PLAN               write the plan artifact: NOT IMPLEMENTED YET (exits 2;
-                              issue: fused kernels and plan artifact)
+        -o PLAN               write the plan directory PLAN: plan.json, kernels.so
+                              (fused kernels, CPU targets + CUDA), report.txt
       With neither --emit nor -o, prints a one-line summary.
   run PLAN [--var NAME=VALUE]... [--batches N] [--epochs E] [--threads T]
       [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
