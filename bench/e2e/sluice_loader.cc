@@ -1,0 +1,124 @@
+// sluice_e2e_loader: Sluice's side of the end-to-end benchmark.
+//
+//   sluice_e2e_loader PLAN DATA_DIR [--threads T] [--batches N] [--warmup W]
+//                     [--dct-scaling]
+//
+// Loads PLAN (a `sluice compile` output directory) binding ${DATA}=DATA_DIR,
+// creates a Loader with `threads` = T, takes W warm-up batches (not timed:
+// they include filling the pipeline), then times N more batches as a trainer
+// would take them (the batch handle is released at once; epochs roll over
+// transparently). Links only the runtime (no compiler, Halide or LLVM), so its
+// peak RSS (getrusage ru_maxrss, the whole process) is what a training process
+// pays for Sluice. Prints a machine-readable line last:
+//
+//   RESULT sluice images_per_s=X peak_rss_mb=Y threads=T batch=B batches=N
+#include <sys/resource.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "sluice/sluice.h"
+
+namespace {
+
+bool ParseInt(std::string_view text, int& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: sluice_e2e_loader PLAN DATA_DIR [--threads T] [--batches N] "
+               "[--warmup W] [--dct-scaling]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string plan_path, data_dir;
+  int threads = -1, batches = 8, warmup = 1;
+  sluice::LoaderOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&](int& out) { return i + 1 < argc && ParseInt(argv[++i], out); };
+    if (arg == "--threads") {
+      if (!value(threads) || threads < 1) return Usage();
+    } else if (arg == "--batches") {
+      if (!value(batches) || batches < 1) return Usage();
+    } else if (arg == "--warmup") {
+      if (!value(warmup)) return Usage();
+    } else if (arg == "--dct-scaling") {
+      options.dct_scaling = true;
+    } else if (arg.starts_with("-")) {
+      return Usage();
+    } else if (plan_path.empty()) {
+      plan_path = arg;
+    } else if (data_dir.empty()) {
+      data_dir = arg;
+    } else {
+      return Usage();
+    }
+  }
+  if (plan_path.empty() || data_dir.empty()) return Usage();
+  options.threads = threads;
+
+  auto plan = sluice::Plan::Load(plan_path, {{"DATA", data_dir}});
+  if (!plan) {
+    std::fprintf(stderr, "%s\n", plan.error().ToString().c_str());
+    return 1;
+  }
+  auto loader = sluice::Loader::Create(*plan, options);
+  if (!loader) {
+    std::fprintf(stderr, "%s\n", loader.error().ToString().c_str());
+    return 1;
+  }
+  if (loader->batches_per_epoch() == 0) {
+    std::fprintf(stderr, "sluice_e2e_loader: no batches (%zu samples, batch size %lld)\n",
+                 loader->dataset_size(), static_cast<long long>(loader->batch_size()));
+    return 1;
+  }
+
+  // Takes one batch, skipping end-of-epoch markers; false on error.
+  auto take = [&]() -> bool {
+    while (true) {
+      auto next = loader->Next();
+      if (!next) {
+        std::fprintf(stderr, "%s\n", next.error().ToString().c_str());
+        return false;
+      }
+      if (*next) return true;  // released at the end of this scope
+    }
+  };
+  for (int i = 0; i < warmup; ++i) {
+    if (!take()) return 1;
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < batches; ++i) {
+    if (!take()) return 1;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const sluice::LoaderStats stats = loader->Stats();
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const double images = static_cast<double>(batches) * static_cast<double>(loader->batch_size());
+  std::printf("sluice: %zu samples, %d warm-up + %d timed batches of %lld, threads %d, "
+              "in flight %d, pool %d x %.1f MB\n",
+              loader->dataset_size(), warmup, batches,
+              static_cast<long long>(loader->batch_size()), stats.threads, stats.in_flight,
+              stats.pool_buffers, static_cast<double>(stats.batch_bytes) / 1e6);
+  std::printf("stage time (whole run, summed over workers): read %.2f s, decode %.2f s, "
+              "kernel %.2f s; consumer waited %.2f s; bad samples %llu\n",
+              stats.read_seconds, stats.decode_seconds, stats.kernel_seconds,
+              stats.consumer_wait_seconds, static_cast<unsigned long long>(stats.bad_samples));
+  std::printf("RESULT sluice images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
+              "batches=%d\n",
+              images / seconds, static_cast<double>(usage.ru_maxrss) / 1024.0, stats.threads,
+              static_cast<long long>(loader->batch_size()), batches);
+  return 0;
+}
