@@ -125,7 +125,16 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
     if (!cpu) return std::unexpected(cpu.error());
     const std::string prefix = (work / chain.symbol).string();
     SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + chain.symbol + "` for the CPU", [&] {
-      cpu->pipeline.compile_to_multitarget_static_library(prefix, cpu->args, targets);
+      // compile_multitarget with the symbol given explicitly: the Func's own
+      // name is uniquified per process by Halide (a second plan compiled in
+      // the same process, e.g. from Python, would export sluice_chain_0_1).
+      Halide::compile_multitarget(
+          chain.symbol,
+          {{Halide::OutputFileType::c_header, prefix + ".h"},
+           {Halide::OutputFileType::static_library, prefix + ".a"}},
+          targets, {}, [&](const std::string& fn, const Halide::Target& t) {
+            return cpu->pipeline.compile_to_module(cpu->args, fn, t);
+          });
     }));
     archives.push_back(prefix + ".a");
     if (cuda) {

@@ -1,0 +1,312 @@
+"""Sluice from Python: compile, load and iterate data-loading plans.
+
+    import sluice
+    plan = sluice.compile("examples/imagenet_train.yaml", out="train.plan")
+    plan = sluice.load("train.plan", vars={"DATA": "/data/imagenet"})
+    loader = plan.loader(threads=8)
+    for batch in loader:                    # one epoch; dicts {field: sluice.Tensor}
+        images = torch.from_dlpack(batch["image"])   # zero-copy
+        labels = numpy.asarray(batch["label"])       # zero-copy
+
+A batch's tensors keep its buffer alive until every view of them (numpy arrays,
+torch tensors, DLPack capsules) is gone; the buffer then returns to the
+loader's fixed pool. Holding every buffer makes the next batch raise
+InvalidArgumentError ("every batch buffer ... is held by the caller") instead
+of waiting forever.
+
+Errors are SluiceError subclasses carrying the C++ message; spec errors
+(SpecError) keep every mistake's file:line:col.
+
+See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
+
+from . import _sluice
+from ._sluice import (  # noqa: F401  (re-exported)
+    CorruptDataError,
+    InternalError,
+    InvalidArgumentError,
+    IoError,
+    NotFoundError,
+    SluiceError,
+    SpecError,
+    Tensor,
+    UnsupportedError,
+    VersionMismatchError,
+)
+
+__all__ = [
+    "compile",
+    "load",
+    "Plan",
+    "Loader",
+    "Tensor",
+    "SluiceError",
+    "SpecError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "IoError",
+    "CorruptDataError",
+    "UnsupportedError",
+    "VersionMismatchError",
+    "InternalError",
+]
+
+__version__ = "0.1.0"
+
+# Loader knobs plan.loader(**overrides) accepts (LoaderOptions in
+# include/sluice/loader.h); anything else is a TypeError.
+_OVERRIDES = ("threads", "prefetch", "in_flight", "relaxed_ordering", "dct_scaling")
+
+
+def _is_spec_text(spec: str) -> bool:
+    return "\n" in spec or spec.lstrip().startswith("sluice:")
+
+
+def compile(  # noqa: A001  (the API name the design asks for)
+    spec: "str | os.PathLike[str]",
+    out: "str | os.PathLike[str] | None" = None,
+    profile: "str | os.PathLike[str] | None" = None,
+    *,
+    vars: Optional[Mapping[str, str]] = None,
+    cpu_targets: Optional[Sequence[str]] = None,
+    cuda: Optional[bool] = None,
+) -> "Plan":
+    """Compiles a spec into a plan directory and returns the Plan.
+
+    spec: a spec file's path, or the YAML text itself.
+    out: the plan directory to write (created; files in an existing one are
+        replaced). None: a temporary directory removed when the Plan (and every
+        loader made from it) is garbage collected.
+    profile: a hardware profile for the cost model. Not built yet: anything but
+        None raises UnsupportedError.
+    vars: values for the plan's ${VARS}; when given, the plan is loaded (and
+        checked) now, else at the first plan.loader() call (see Plan.bind).
+    cpu_targets, cuda: code generation targets (Halide target strings; default:
+        three x86-64 feature levels, and CUDA where this Halide can). One target
+        and cuda=False compile much faster, e.g. for tests.
+
+    The GIL is released while compiling (Halide code generation takes seconds
+    to tens of seconds). Errors: SpecError (text lists every mistake as
+    file:line:col: error: ...), NotFoundError, and code generation errors.
+    """
+    if profile is not None:
+        _sluice.raise_error(
+            "unsupported",
+            "hardware profiles are not supported yet (profile=%r)" % (os.fspath(profile),),
+            "compile without profile=; `sluice profile` and the cost model's profile input "
+            "are not built yet",
+        )
+    spec_s = os.fspath(spec)
+    is_text = _is_spec_text(spec_s)
+    cleanup = None
+    if out is None:
+        out_s = tempfile.mkdtemp(prefix="sluice_plan_")
+        cleanup = out_s
+    else:
+        out_s = os.fspath(out)
+    try:
+        _sluice.compile_spec(
+            spec_s,
+            is_text,
+            out_s,
+            None if cpu_targets is None else list(cpu_targets),
+            cuda,
+        )
+    except BaseException:
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
+        raise
+    plan = Plan(out_s, vars=vars, _lazy=vars is None)
+    if cleanup:
+        plan._tmp = _TempDir(cleanup)
+    return plan
+
+
+def load(path: "str | os.PathLike[str]", vars: Optional[Mapping[str, str]] = None) -> "Plan":
+    """Loads a compiled plan directory, binding its ${VARS} from `vars`.
+
+    Errors: NotFoundError (no plan), CorruptDataError (plan.json broken,
+    kernels.so changed), VersionMismatchError, UnsupportedError (this CPU runs
+    none of the plan's targets), InvalidArgumentError (a ${VAR} the plan uses
+    that `vars` does not bind; the message names it).
+    """
+    return Plan(os.fspath(path), vars=vars or {}, _lazy=False)
+
+
+class _TempDir:
+    """Removes a directory when garbage collected."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._finalizer = weakref.finalize(self, shutil.rmtree, path, True)
+
+
+class Plan:
+    """A compiled plan: a directory (plan.json, kernels.so, report.txt) plus
+    the values bound to its ${VARS}. Immutable; make loaders with loader()."""
+
+    def __init__(self, path: str, vars: Optional[Mapping[str, str]] = None, _lazy: bool = False):
+        self._path = path
+        self._vars: Dict[str, str] = dict(vars or {})
+        self._core: Optional[_sluice.Plan] = None
+        self._tmp: Optional[_TempDir] = None
+        if not _lazy:
+            self._core = _sluice.Plan.load(path, self._vars)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def vars(self) -> Dict[str, str]:
+        return dict(self._vars)
+
+    def bind(self, **vars: str) -> "Plan":
+        """A Plan on the same directory with ${VARS} bound (loaded now)."""
+        merged = dict(self._vars)
+        merged.update(vars)
+        plan = Plan(self._path, vars=merged)
+        plan._tmp = self._tmp
+        return plan
+
+    def _loaded(self) -> "_sluice.Plan":
+        if self._core is None:
+            self._core = _sluice.Plan.load(self._path, self._vars)
+        return self._core
+
+    # Read-only views of plan.json (loading the plan if needed).
+    name = property(lambda self: self._loaded().name)
+    spec_hash = property(lambda self: self._loaded().spec_hash)
+    compiler_version = property(lambda self: self._loaded().compiler_version)
+    source_format = property(lambda self: self._loaded().source_format)
+    source_params = property(lambda self: self._loaded().source_params)
+    sampling = property(lambda self: self._loaded().sampling)
+    batch = property(lambda self: self._loaded().batch)
+    output = property(lambda self: self._loaded().output)
+    fields = property(lambda self: sorted(self._loaded().batch.get("fields", {})))
+    cpu_targets = property(lambda self: self._loaded().cpu_targets)
+    cuda_target = property(lambda self: self._loaded().cuda_target)
+
+    @property
+    def report(self) -> str:
+        """The compiler's report.txt."""
+        with open(os.path.join(self._path, "report.txt"), encoding="utf-8") as f:
+            return f.read()
+
+    def loader(
+        self,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        epoch: int = 0,
+        seed: Optional[int] = None,
+        **overrides: Any,
+    ) -> "Loader":
+        """A Loader over this plan.
+
+        rank, world_size: sharding; None = the plan's sampling.rank/world_size,
+            else RANK/WORLD_SIZE from the environment, else 0 of 1.
+        epoch: the first epoch. seed: overrides sampling.seed.
+        overrides: loader knobs: threads, prefetch, in_flight (ints),
+            relaxed_ordering (bool), dct_scaling (bool).
+        """
+        unknown = sorted(set(overrides) - set(_OVERRIDES))
+        if unknown:
+            raise TypeError(
+                "unknown loader override(s) %s; known: %s" % (", ".join(unknown), ", ".join(_OVERRIDES))
+            )
+        if (rank is None) != (world_size is None):
+            _sluice.raise_error(
+                "invalid_argument",
+                "rank and world_size go together (got rank=%r, world_size=%r)" % (rank, world_size),
+            )
+
+        def knob(name: str) -> int:
+            v = overrides.get(name)
+            return -1 if v is None else int(v)
+
+        core = _sluice.Loader(
+            self._loaded(),
+            rank=-1 if rank is None else int(rank),
+            world_size=-1 if world_size is None else int(world_size),
+            epoch=int(epoch),
+            seed=None if seed is None else int(seed),
+            threads=knob("threads"),
+            prefetch=knob("prefetch"),
+            in_flight=knob("in_flight"),
+            relaxed_ordering=overrides.get("relaxed_ordering"),
+            dct_scaling=bool(overrides.get("dct_scaling", False)),
+        )
+        return Loader(core, self)
+
+    def __repr__(self) -> str:
+        return "sluice.Plan(%r)" % (self._path,)
+
+
+class Loader:
+    """Iterates a plan's batches. `for batch in loader` runs over the rest of
+    the current epoch (a fresh loader: one whole epoch); the next `for` runs
+    the following epoch. Each batch is a dict {field: sluice.Tensor}.
+
+    Used from one thread at a time. The GIL is released while waiting for a
+    batch."""
+
+    def __init__(self, core: "_sluice.Loader", plan: Plan) -> None:
+        self._core = core
+        self._plan = plan  # keeps a temporary plan directory alive
+
+    def __iter__(self) -> Iterator[Dict[str, Tensor]]:
+        # The C++ loader is its own iterator: no generator frame holding the
+        # previous batch (and its buffer) while the next one is awaited.
+        return self._core
+
+    def next(self) -> Optional[Dict[str, Tensor]]:
+        """The next batch, or None once at the end of an epoch."""
+        return self._core.next()
+
+    def __len__(self) -> int:
+        return self._core.batches_per_epoch
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the loader is: {epoch, position, spec_hash}. Plain values;
+        pickle or JSON them with the checkpoint."""
+        return self._core.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continues from `state` (from state_dict(), possibly of another loader
+        of the same spec): the next batch is the one that loader would have
+        yielded next. Errors: InvalidArgumentError for another spec's state or a
+        position past the epoch."""
+        self._core.load_state_dict(dict(state))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Restarts at the beginning of `epoch` (each epoch has its own order)."""
+        self._core.set_epoch(int(epoch))
+
+    def stats(self) -> Dict[str, Any]:
+        """Throughput, latency percentiles, consumer wait time, bad samples,
+        per-stage busy time (LoaderStats in include/sluice/loader.h)."""
+        return self._core.stats()
+
+    @property
+    def batch_size(self) -> int:
+        return self._core.batch_size
+
+    @property
+    def batches_per_epoch(self) -> int:
+        return self._core.batches_per_epoch
+
+    @property
+    def dataset_size(self) -> int:
+        return self._core.dataset_size
+
+    @property
+    def plan(self) -> Plan:
+        return self._plan

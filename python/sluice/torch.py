@@ -1,0 +1,116 @@
+"""sluice.torch: a Sluice loader that yields torch tensors.
+
+    import sluice, sluice.torch
+    plan = sluice.load("train.plan", vars={"DATA": "/data"})
+    loader = sluice.torch.loader(plan, pin_memory=True)
+    for batch in loader:                  # {"image": torch.Tensor, "label": torch.Tensor}
+        ...
+
+Tensors come from the batch buffer through DLPack without a copy; they keep
+the buffer alive until they are dropped. pin_memory=True copies each batch into
+page-locked memory (needs CUDA); device="cuda:0" (or a plan whose
+output.device is cuda) moves it to the GPU with non_blocking=True. (The
+runtime executes on the CPU today; a plan's GPU stage is not built yet, so
+batches always leave the runtime in host memory.)
+
+Sharding: rank and world_size come from torch.distributed when it is
+initialized, else the RANK / WORLD_SIZE environment variables (torchrun), else
+0 of 1 — unless given explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterator, Mapping, Optional
+
+import torch as _torch
+
+from . import Loader as _Loader
+from . import Plan as _Plan
+from . import _sluice
+
+
+def distributed_rank_world() -> "tuple[Optional[int], Optional[int]]":
+    """(rank, world_size) from torch.distributed when initialized, else from
+    RANK / WORLD_SIZE, else (None, None) (= the plan's sampling or 0 of 1)."""
+    dist = getattr(_torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    return None, None
+
+
+class TorchLoader:
+    """Wraps a sluice.Loader; iterating yields {field: torch.Tensor}."""
+
+    def __init__(self, loader: _Loader, pin_memory: bool = False,
+                 device: "Optional[str | _torch.device]" = None) -> None:
+        self._loader = loader
+        self._device = _torch.device(device) if device is not None else None
+        if self._device is not None and self._device.type == "cpu":
+            self._device = None
+        self._pin = bool(pin_memory)
+        self._it: Optional[Iterator[Any]] = None
+        if (self._pin or self._device is not None) and not _torch.cuda.is_available():
+            _sluice.raise_error(
+                "unsupported",
+                "pin_memory=True and CUDA devices need a CUDA build of torch with a GPU; "
+                "torch.cuda.is_available() is False here",
+                "drop pin_memory/device (batches are CPU tensors without a copy)",
+            )
+
+    def _convert(self, batch: Mapping[str, Any]) -> Dict[str, _torch.Tensor]:
+        out = {}
+        for name, t in batch.items():
+            x = _torch.from_dlpack(t)
+            if self._pin:
+                x = x.pin_memory()
+            if self._device is not None:
+                x = x.to(self._device, non_blocking=True)
+            out[name] = x
+        return out
+
+    def __iter__(self) -> "TorchLoader":
+        self._it = iter(self._loader)
+        return self
+
+    def __next__(self) -> Dict[str, _torch.Tensor]:
+        # Converts without keeping the sluice batch: only the torch tensors
+        # (which own the buffer through DLPack) reach the caller.
+        if self._it is None:
+            self._it = iter(self._loader)
+        return self._convert(next(self._it))
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def state_dict(self) -> Dict[str, Any]:
+        return self._loader.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._loader.load_state_dict(state)
+
+    def set_epoch(self, epoch: int) -> None:
+        self._loader.set_epoch(epoch)
+
+    def stats(self) -> Dict[str, Any]:
+        return self._loader.stats()
+
+    @property
+    def sluice_loader(self) -> _Loader:
+        return self._loader
+
+
+def loader(plan: _Plan, rank: Optional[int] = None, world_size: Optional[int] = None,
+           epoch: int = 0, seed: Optional[int] = None, pin_memory: bool = False,
+           device: "Optional[str | _torch.device]" = None, **overrides: Any) -> TorchLoader:
+    """A loader over `plan` yielding torch tensors (see the module doc)."""
+    if rank is None and world_size is None:
+        rank, world_size = distributed_rank_world()
+    if device is None:
+        out_device = str(plan.output.get("device", "cpu"))
+        if out_device.startswith("cuda"):
+            device = out_device
+    inner = plan.loader(rank=rank, world_size=world_size, epoch=epoch, seed=seed, **overrides)
+    return TorchLoader(inner, pin_memory=pin_memory, device=device)

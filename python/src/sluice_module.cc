@@ -1,0 +1,600 @@
+// sluice._sluice: the Python bindings (pybind11) behind the `sluice` package.
+//
+// What it exposes (python/sluice/__init__.py wraps it into the public API):
+//   compile_spec(spec, out, cpu_targets, cuda)  spec file or text -> plan directory
+//   Plan.load(path, vars)                       sluice::Plan::Load
+//   Loader(plan, options...)                    sluice::Loader; iterating yields
+//                                               dicts {field: Tensor} for one epoch
+//   Tensor                                      one batch field: __dlpack__,
+//                                               __dlpack_device__, __array_interface__
+//   SluiceError and its subclasses              raised from sluice::Error values
+//
+// Contracts:
+// - Errors: every sluice::Error becomes a Python exception in exactly one place,
+//   RaiseError() below; the exception class follows the ErrorCode and carries
+//   the C++ text (ToString(): "file:line:col: error: message" plus the hint) and
+//   the fields code, message, hint, file, line, column.
+// - The GIL is released while compiling and while Loader::Next waits for a
+//   batch. A Loader is used by one Python thread at a time (a mutex serializes
+//   calls that arrive from several).
+// - Lifetime: a Tensor holds a shared_ptr to its Batch; so does every DLPack
+//   capsule or numpy array made from it (numpy keeps the Tensor as its base).
+//   The batch buffer returns to the loader's pool when the last of them is
+//   gone. A Batch may outlive its Loader (see include/sluice/batch.h).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/codegen.h"
+#include "compiler/ir/ir.h"
+#include "compiler/passes/pass.h"
+#include "compiler/plan/plan_writer.h"
+#include "compiler/spec/diagnostics.h"
+#include "compiler/spec/spec.h"
+#include "sluice/sluice.h"
+
+namespace py = pybind11;
+
+namespace sluice::python {
+namespace {
+
+// ---- errors ------------------------------------------------------------------
+
+struct ErrorClasses {
+  PyObject* base = nullptr;  // SluiceError
+  PyObject* by_code[8] = {};
+};
+ErrorClasses g_errors;
+
+PyObject* NewErrorClass(py::module_& m, const char* name, PyObject* bases, const char* doc) {
+  std::string qualified = std::string("sluice.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+  if (cls == nullptr) throw py::error_already_set();
+  m.add_object(name, py::reinterpret_borrow<py::object>(cls));
+  return cls;
+}
+
+void RegisterErrors(py::module_& m) {
+  g_errors.base = NewErrorClass(m, "SluiceError", PyExc_RuntimeError,
+                                "Base of every Sluice error. Attributes: code (the C++ "
+                                "ErrorCode name), message, hint, file, line, column.");
+  auto sub = [&](const char* name, PyObject* extra, const char* doc) {
+    PyObject* bases = extra ? PyTuple_Pack(2, g_errors.base, extra) : PyTuple_Pack(1, g_errors.base);
+    PyObject* cls = NewErrorClass(m, name, bases, doc);
+    Py_DECREF(bases);
+    return cls;
+  };
+  PyObject* spec = sub("SpecError", PyExc_ValueError,
+                       "The spec is malformed; the text lists every mistake as file:line:col.");
+  PyObject* arg = sub("InvalidArgumentError", PyExc_ValueError, "A bad value was passed.");
+  PyObject* nf = sub("NotFoundError", nullptr, "A file, op or symbol does not exist.");
+  PyObject* io = sub("IoError", nullptr, "Reading or writing failed.");
+  PyObject* corrupt = sub("CorruptDataError", nullptr, "Data could not be decoded.");
+  PyObject* unsup =
+      sub("UnsupportedError", PyExc_NotImplementedError, "Valid request, not available here.");
+  PyObject* version =
+      sub("VersionMismatchError", nullptr, "An artifact was made by an incompatible version.");
+  PyObject* internal = sub("InternalError", nullptr, "A broken invariant inside Sluice.");
+  PyObject** t = g_errors.by_code;
+  t[static_cast<int>(ErrorCode::kInvalidSpec)] = spec;
+  t[static_cast<int>(ErrorCode::kInvalidArgument)] = arg;
+  t[static_cast<int>(ErrorCode::kNotFound)] = nf;
+  t[static_cast<int>(ErrorCode::kIo)] = io;
+  t[static_cast<int>(ErrorCode::kCorruptData)] = corrupt;
+  t[static_cast<int>(ErrorCode::kUnsupported)] = unsup;
+  t[static_cast<int>(ErrorCode::kVersionMismatch)] = version;
+  t[static_cast<int>(ErrorCode::kInternal)] = internal;
+}
+
+// The one place a sluice::Error becomes a Python exception. Needs the GIL.
+[[noreturn]] void RaiseError(const Error& error) {
+  int code = static_cast<int>(error.code);
+  PyObject* cls = (code >= 0 && code < 8 && g_errors.by_code[code]) ? g_errors.by_code[code]
+                                                                     : g_errors.base;
+  // Rendered diagnostics (a spec's every mistake, see SpecErrorFrom) already
+  // start with their mark: use them as they are.
+  const std::string where = error.mark.ToString();
+  const std::string text = (!where.empty() && error.message.starts_with(where + ":"))
+                               ? error.message
+                               : error.ToString();
+  py::object exc =
+      py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", text.c_str()));
+  if (!exc) throw py::error_already_set();
+  exc.attr("code") = ErrorCodeName(error.code);
+  exc.attr("message") = error.message;
+  exc.attr("hint") = error.hint;
+  exc.attr("file") = error.mark.file;
+  exc.attr("line") = error.mark.line;
+  exc.attr("column") = error.mark.column;
+  PyErr_SetObject(cls, exc.ptr());
+  throw py::error_already_set();
+}
+
+template <class T>
+T Unwrap(Result<T> r) {
+  if (!r) RaiseError(r.error());
+  return std::move(*r);
+}
+void Check(const Status& s) {
+  if (!s) RaiseError(s.error());
+}
+
+// ---- compile -----------------------------------------------------------------
+
+// Every diagnostic as one kInvalidSpec error: the message is the rendered list
+// ("file:line:col: error: ...", "  hint: ...", sorted by position) and the
+// mark is the first one's, so Python sees e.file/e.line/e.column too.
+Error SpecErrorFrom(const Diagnostics& diags) {
+  Error e = diags.ToError();
+  const Error* first = nullptr;
+  for (const Error& d : diags.errors()) {
+    if (!d.mark.valid()) continue;
+    if (first == nullptr || std::pair(d.mark.line, d.mark.column) <
+                                std::pair(first->mark.line, first->mark.column)) {
+      first = &d;
+    }
+  }
+  if (first != nullptr && e.message.starts_with(first->mark.ToString() + ":")) e.mark = first->mark;
+  return e;
+}
+
+// Spec (file path, or YAML text when `is_text`) -> plan directory `out`.
+// Runs without the GIL.
+Status CompileSpec(const std::string& spec, bool is_text, const std::string& out,
+                   const std::optional<std::vector<std::string>>& cpu_targets,
+                   std::optional<bool> cuda) {
+  Diagnostics diags;
+  std::string text;
+  Spec parsed;
+  if (is_text) {
+    text = spec;
+    parsed = ParseSpecText(text, "<string>", diags);
+  } else {
+    std::ifstream in(spec, std::ios::binary);
+    if (!in) return MakeError(ErrorCode::kNotFound, "cannot read spec `" + spec + "`");
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    text = buf.str();
+    parsed = ParseSpecText(text, spec, diags);
+  }
+  if (diags.has_errors()) return std::unexpected(SpecErrorFrom(diags));
+  Graph graph = BuildGraph(parsed);
+  Status passes = RunPasses(graph, diags);
+  if (diags.has_errors()) return std::unexpected(SpecErrorFrom(diags));
+  SLUICE_RETURN_IF_ERROR(passes);
+  CodegenOptions options;
+  if (cpu_targets) options.cpu_targets = *cpu_targets;
+  if (cuda) options.cuda = *cuda;
+  return CompilePlan(graph, text, out, options);
+}
+
+// ---- params -> Python ----------------------------------------------------------
+
+py::object ToPython(const ParamList& params);
+
+py::object ToPython(const ParamValue& v) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, ParamList>) {
+          return ToPython(x);
+        } else {
+          return py::cast(x);
+        }
+      },
+      v.value);
+}
+
+py::object ToPython(const ParamList& params) {
+  py::dict d;
+  for (const auto& [k, v] : params) d[py::str(k)] = ToPython(v);
+  return d;
+}
+
+// ---- tensors -------------------------------------------------------------------
+
+// DLPack (v0.x ABI, as numpy >= 1.22 and torch >= 1.10 read it). Declared here
+// rather than taken from a header: the layout is a stable C ABI.
+struct DLDevice {
+  int32_t device_type;  // kDLCPU = 1
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // elements
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+
+std::optional<DLDataType> DLType(DType t) {
+  switch (t) {
+    case DType::kUInt8: return DLDataType{1, 8, 1};
+    case DType::kInt64: return DLDataType{0, 64, 1};
+    case DType::kFloat16: return DLDataType{2, 16, 1};
+    case DType::kBFloat16: return DLDataType{4, 16, 1};
+    case DType::kFloat32: return DLDataType{2, 32, 1};
+    case DType::kBytes: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// numpy's array-interface type string; nullopt where numpy has no such type.
+std::optional<std::string> TypeStr(DType t) {
+  switch (t) {
+    case DType::kUInt8: return "|u1";
+    case DType::kInt64: return "<i8";
+    case DType::kFloat16: return "<f2";
+    case DType::kFloat32: return "<f4";
+    case DType::kBFloat16:
+    case DType::kBytes: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// One field of a batch. Keeps the whole Batch (and so its pool buffer) alive.
+class Tensor {
+ public:
+  Tensor(std::shared_ptr<const Batch> batch, size_t field) : batch_(std::move(batch)), field_(field) {}
+
+  const TensorView& view() const { return batch_->fields()[field_]; }
+  const std::shared_ptr<const Batch>& batch() const { return batch_; }
+
+  py::capsule DLPack(py::object stream) const {
+    if (!stream.is_none()) {
+      RaiseError(Error{ErrorCode::kInvalidArgument,
+                       "__dlpack__(stream=...) is for device tensors; this tensor is on the CPU"});
+    }
+    const TensorView& v = view();
+    auto dtype = DLType(v.dtype);
+    if (!dtype) {
+      RaiseError(Error{ErrorCode::kUnsupported,
+                       "field `" + v.name + "` has dtype " + std::string(DTypeName(v.dtype)) +
+                           ", which DLPack cannot describe"});
+    }
+    struct Ctx {
+      DLManagedTensor managed;
+      std::shared_ptr<const Batch> batch;
+      std::vector<int64_t> shape, strides;
+    };
+    auto* ctx = new Ctx{};
+    ctx->batch = batch_;
+    ctx->shape = v.shape;
+    ctx->strides = v.strides;
+    DLTensor& t = ctx->managed.dl_tensor;
+    t.data = v.data;
+    t.device = DLDevice{1, 0};
+    t.ndim = static_cast<int32_t>(v.shape.size());
+    t.dtype = *dtype;
+    t.shape = ctx->shape.data();
+    t.strides = ctx->strides.data();
+    t.byte_offset = 0;
+    ctx->managed.manager_ctx = ctx;
+    ctx->managed.deleter = [](DLManagedTensor* m) { delete static_cast<Ctx*>(m->manager_ctx); };
+    // The consumer renames the capsule to "used_dltensor" and calls the deleter
+    // itself; an unconsumed capsule deletes here.
+    PyObject* cap = PyCapsule_New(&ctx->managed, "dltensor", [](PyObject* self) {
+      if (PyCapsule_IsValid(self, "dltensor")) {
+        auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(self, "dltensor"));
+        if (m && m->deleter) m->deleter(m);
+      } else {
+        PyErr_Clear();
+      }
+    });
+    if (cap == nullptr) {
+      delete ctx;
+      throw py::error_already_set();
+    }
+    return py::reinterpret_steal<py::capsule>(cap);
+  }
+
+  py::dict ArrayInterface() const {
+    const TensorView& v = view();
+    auto typestr = TypeStr(v.dtype);
+    if (!typestr) {
+      RaiseError(Error{ErrorCode::kUnsupported,
+                       "field `" + v.name + "` is " + std::string(DTypeName(v.dtype)) +
+                           ", which numpy has no type for",
+                       "use torch.from_dlpack(tensor) (DLPack carries bfloat16), or cast to "
+                       "float16/float32 in the spec"});
+    }
+    py::dict d;
+    d["version"] = 3;
+    d["shape"] = py::tuple(py::cast(v.shape));
+    d["typestr"] = *typestr;
+    d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(v.data), false);
+    d["strides"] = py::none();  // C-contiguous
+    return d;
+  }
+
+ private:
+  std::shared_ptr<const Batch> batch_;
+  size_t field_;
+};
+
+// ---- loader --------------------------------------------------------------------
+
+class PyLoader {
+ public:
+  PyLoader(std::shared_ptr<Plan> plan, Loader loader)
+      : plan_(std::move(plan)), loader_(std::move(loader)) {}
+
+  // The next batch as {field: Tensor}, or nullopt at the end of the epoch.
+  std::optional<py::dict> Next() {
+    Result<std::optional<Batch>> next;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
+      next = loader_.Next();
+    }
+    if (!next) RaiseError(next.error());
+    if (!*next) return std::nullopt;
+    auto batch = std::make_shared<const Batch>(std::move(**next));
+    py::dict out;
+    const auto& fields = batch->fields();
+    for (size_t i = 0; i < fields.size(); ++i) out[py::str(fields[i].name)] = Tensor(batch, i);
+    return out;
+  }
+
+  py::dict StateDict() const {
+    LoaderState s = loader_.State();
+    py::dict d;
+    d["epoch"] = s.epoch;
+    d["position"] = s.position;
+    d["spec_hash"] = s.spec_hash;
+    return d;
+  }
+
+  void Restore(const LoaderState& s) {
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
+      st = loader_.Restore(s);
+    }
+    Check(st);
+  }
+
+  void LoadStateDict(const py::dict& d) {
+    for (const char* key : {"epoch", "position", "spec_hash"}) {
+      if (!d.contains(key)) {
+        RaiseError(Error{ErrorCode::kInvalidArgument,
+                         std::string("state dict has no `") + key + "`",
+                         "pass what loader.state_dict() returned"});
+      }
+    }
+    LoaderState s;
+    s.epoch = d["epoch"].cast<uint64_t>();
+    s.position = d["position"].cast<uint64_t>();
+    s.spec_hash = d["spec_hash"].cast<std::string>();
+    Restore(s);
+  }
+
+  void SetEpoch(uint64_t epoch) {
+    LoaderState s;
+    s.epoch = epoch;
+    s.position = 0;
+    s.spec_hash = plan_->spec_hash();
+    Restore(s);
+  }
+
+  py::dict Stats() const {
+    LoaderStats s = loader_.Stats();
+    py::dict d;
+    d["samples"] = s.samples;
+    d["batches"] = s.batches;
+    d["seconds"] = s.seconds;
+    d["images_per_second"] = s.images_per_second;
+    d["latency_p50"] = s.latency_p50;
+    d["latency_p99"] = s.latency_p99;
+    d["latency_max"] = s.latency_max;
+    d["consumer_wait_seconds"] = s.consumer_wait_seconds;
+    d["bad_samples"] = s.bad_samples;
+    d["skipped"] = s.skipped;
+    d["replaced"] = s.replaced;
+    py::list bad;
+    for (const BadSample& b : s.last_bad) bad.append(py::make_tuple(b.path, b.reason));
+    d["last_bad"] = bad;
+    d["read_seconds"] = s.read_seconds;
+    d["decode_seconds"] = s.decode_seconds;
+    d["kernel_seconds"] = s.kernel_seconds;
+    d["threads"] = s.threads;
+    d["in_flight"] = s.in_flight;
+    d["pool_buffers"] = s.pool_buffers;
+    d["batch_bytes"] = s.batch_bytes;
+    return d;
+  }
+
+  uint64_t batches_per_epoch() const { return loader_.batches_per_epoch(); }
+  int64_t batch_size() const { return loader_.batch_size(); }
+  size_t dataset_size() const { return loader_.dataset_size(); }
+
+  // C++-side throughput reference for the overhead benchmark: runs Next() for
+  // up to `max_batches` batches (or to the end of the epoch) without building
+  // Python objects; returns the batch count. GIL released throughout.
+  uint64_t DrainNative(uint64_t max_batches) {
+    uint64_t n = 0;
+    Status err;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
+      while (n < max_batches) {
+        auto next = loader_.Next();
+        if (!next) {
+          err = std::unexpected(next.error());
+          break;
+        }
+        if (!*next) break;
+        ++n;
+      }
+    }
+    Check(err);
+    return n;
+  }
+
+ private:
+  std::shared_ptr<Plan> plan_;
+  Loader loader_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+}  // namespace sluice::python
+
+PYBIND11_MODULE(_sluice, m) {
+  using namespace sluice;
+  using namespace sluice::python;
+  m.doc() = "Sluice's C++ core (bindings). Use the `sluice` package, not this module.";
+  RegisterErrors(m);
+
+  m.def(
+      "compile_spec",
+      [](const std::string& spec, bool is_text, const std::string& out,
+         std::optional<std::vector<std::string>> cpu_targets, std::optional<bool> cuda) {
+        Status st;
+        {
+          py::gil_scoped_release release;
+          st = CompileSpec(spec, is_text, out, cpu_targets, cuda);
+        }
+        Check(st);
+      },
+      py::arg("spec"), py::arg("is_text"), py::arg("out"), py::arg("cpu_targets") = py::none(),
+      py::arg("cuda") = py::none(),
+      "Compiles a spec (a file path, or YAML text when is_text) into the plan directory `out`.");
+
+  m.def(
+      "raise_error",
+      [](const std::string& code, const std::string& message, const std::string& hint) {
+        for (int c = 0; c < 8; ++c) {
+          if (code == ErrorCodeName(static_cast<ErrorCode>(c))) {
+            RaiseError(Error{static_cast<ErrorCode>(c), message, hint});
+          }
+        }
+        RaiseError(Error{ErrorCode::kInternal, message, hint});
+      },
+      py::arg("code"), py::arg("message"), py::arg("hint") = "",
+      "Raises the SluiceError subclass for `code` (an ErrorCodeName such as \"unsupported\"); "
+      "lets the pure-Python layer raise through the same single conversion.");
+
+  py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan")
+      .def_static(
+          "load",
+          [](const std::string& path, const PlanVars& vars) {
+            std::optional<Result<Plan>> plan;
+            {
+              py::gil_scoped_release release;
+              plan.emplace(Plan::Load(path, vars));
+            }
+            return std::make_shared<Plan>(Unwrap(std::move(*plan)));
+          },
+          py::arg("path"), py::arg("vars") = PlanVars{})
+      .def_property_readonly("path", &Plan::path)
+      .def_property_readonly("name", &Plan::name)
+      .def_property_readonly("spec_hash", &Plan::spec_hash)
+      .def_property_readonly("compiler_version", &Plan::compiler_version)
+      .def_property_readonly("source_format", &Plan::source_format)
+      .def_property_readonly("source_params",
+                             [](const Plan& p) { return ToPython(p.source_params()); })
+      .def_property_readonly("sampling", [](const Plan& p) { return ToPython(p.sampling()); })
+      .def_property_readonly("batch", [](const Plan& p) { return ToPython(p.batch()); })
+      .def_property_readonly("output", [](const Plan& p) { return ToPython(p.output()); })
+      .def_property_readonly("chain_fields", &Plan::chain_fields)
+      .def_property_readonly("cpu_targets", &Plan::cpu_targets)
+      .def_property_readonly("cuda_target", &Plan::cuda_target);
+
+  py::class_<Tensor>(m, "Tensor",
+                     "One field of a batch (CPU memory, row-major). Zero-copy into numpy "
+                     "(numpy.asarray / numpy.from_dlpack) and torch (torch.from_dlpack). Keeps "
+                     "the batch buffer alive until every view of it is gone.")
+      .def("__dlpack__", &Tensor::DLPack, py::arg("stream") = py::none())
+      .def("__dlpack_device__", [](const Tensor&) { return py::make_tuple(1, 0); })
+      .def_property_readonly("__array_interface__", &Tensor::ArrayInterface)
+      .def_property_readonly("name", [](const Tensor& t) { return t.view().name; })
+      .def_property_readonly("dtype",
+                             [](const Tensor& t) { return std::string(DTypeName(t.view().dtype)); })
+      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.view().shape)); })
+      .def_property_readonly("strides",
+                             [](const Tensor& t) { return py::tuple(py::cast(t.view().strides)); })
+      .def_property_readonly("nbytes", [](const Tensor& t) { return t.view().bytes; })
+      .def_property_readonly("data_ptr",
+                             [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.view().data); })
+      .def_property_readonly("epoch", [](const Tensor& t) { return t.batch()->epoch(); })
+      .def_property_readonly("batch_index", [](const Tensor& t) { return t.batch()->index(); })
+      .def_property_readonly("sample_indices",
+                             [](const Tensor& t) { return t.batch()->sample_indices(); })
+      .def("__len__", [](const Tensor& t) { return t.view().shape.empty() ? 0 : t.view().shape[0]; })
+      .def("__repr__", [](const Tensor& t) {
+        std::string s = "sluice.Tensor(" + t.view().name + ", " +
+                        std::string(DTypeName(t.view().dtype)) + "[";
+        for (size_t i = 0; i < t.view().shape.size(); ++i)
+          s += (i ? "," : "") + std::to_string(t.view().shape[i]);
+        return s + "])";
+      });
+
+  py::class_<PyLoader>(m, "Loader")
+      .def(py::init([](std::shared_ptr<Plan> plan, int rank, int world_size, uint64_t epoch,
+                       std::optional<uint64_t> seed, int threads, int prefetch, int in_flight,
+                       std::optional<bool> relaxed_ordering, bool dct_scaling) {
+             LoaderOptions o;
+             o.rank = rank;
+             o.world_size = world_size;
+             o.epoch = epoch;
+             o.seed = seed;
+             o.threads = threads;
+             o.prefetch = prefetch;
+             o.in_flight = in_flight;
+             o.relaxed_ordering = relaxed_ordering;
+             o.dct_scaling = dct_scaling;
+             std::optional<Result<Loader>> loader;
+             {
+               py::gil_scoped_release release;
+               loader.emplace(Loader::Create(*plan, o));
+             }
+             return std::make_unique<PyLoader>(plan, Unwrap(std::move(*loader)));
+           }),
+           py::arg("plan"), py::arg("rank") = -1, py::arg("world_size") = -1,
+           py::arg("epoch") = 0, py::arg("seed") = py::none(), py::arg("threads") = -1,
+           py::arg("prefetch") = -1, py::arg("in_flight") = -1,
+           py::arg("relaxed_ordering") = py::none(), py::arg("dct_scaling") = false)
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__",
+           [](PyLoader& l) {
+             auto b = l.Next();
+             if (!b) throw py::stop_iteration();
+             return std::move(*b);
+           },
+           "The next batch of this epoch; StopIteration at its end (the next `for` "
+           "starts the following epoch).")
+      .def("next", &PyLoader::Next,
+           "The next batch as {field: Tensor}; None once at the end of an epoch (the "
+           "following call starts the next epoch).")
+      .def("state_dict", &PyLoader::StateDict)
+      .def("load_state_dict", &PyLoader::LoadStateDict, py::arg("state"))
+      .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))
+      .def("stats", &PyLoader::Stats)
+      .def("drain_native", &PyLoader::DrainNative, py::arg("max_batches"))
+      .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
+      .def_property_readonly("batch_size", &PyLoader::batch_size)
+      .def_property_readonly("dataset_size", &PyLoader::dataset_size);
+}

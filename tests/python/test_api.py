@@ -1,0 +1,179 @@
+"""compile / load / iterate, plan metadata, loader knobs, stats, and errors."""
+
+import os
+
+import numpy as np
+import pytest
+
+import sluice
+from conftest import EVAL_SPEC, NUM_CLASSES, NUM_IMAGES
+
+
+def test_import_exposes_api():
+    for name in ("compile", "load", "Plan", "Loader", "Tensor", "SluiceError", "SpecError"):
+        assert hasattr(sluice, name), name
+    assert issubclass(sluice.SpecError, sluice.SluiceError)
+    assert issubclass(sluice.SpecError, ValueError)
+    assert issubclass(sluice.UnsupportedError, NotImplementedError)
+
+
+def test_compile_writes_plan(eval_plan_dir):
+    for f in ("plan.json", "kernels.so", "report.txt"):
+        assert os.path.isfile(os.path.join(eval_plan_dir, f)), f
+
+
+def test_load_and_metadata(eval_plan, dataset):
+    assert eval_plan.name == "py_eval"
+    assert eval_plan.source_format == "image_folder"
+    assert eval_plan.source_params["path"] == dataset  # ${DATA} bound
+    assert eval_plan.fields == ["image", "label"]
+    assert len(eval_plan.spec_hash) > 8
+    assert "x86-64-linux-sse41" in eval_plan.cpu_targets
+    assert "fused" in eval_plan.report or len(eval_plan.report) > 0
+
+
+def test_iterate_one_epoch(eval_plan):
+    loader = eval_plan.loader(threads=2)
+    assert loader.batch_size == 8
+    assert loader.dataset_size == NUM_IMAGES
+    assert len(loader) == NUM_IMAGES // 8
+    seen, order, n = set(), [], 0
+    for b in loader:  # no batch kept: the pool has prefetch + 1 = 3 buffers
+        n += 1
+        assert set(b) == {"image", "label"}
+        img, lab = b["image"], b["label"]
+        assert img.dtype == "float32" and img.shape == (8, 3, 32, 32)
+        assert lab.dtype == "int64" and lab.shape == (8,)
+        assert img.epoch == 0 and img.batch_index == n - 1
+        a = np.asarray(img)
+        assert a.dtype == np.float32 and a.shape == (8, 3, 32, 32)
+        assert np.isfinite(a).all()
+        # Normalized pixels stay within the normalize range.
+        assert a.min() >= (0 - 0.485) / 0.229 - 1e-3 and a.max() <= (1 - 0.406) / 0.225 + 1e-3
+        assert a.std() > 0.1  # not a blank buffer
+        labels = np.asarray(lab)
+        assert ((labels >= 0) & (labels < NUM_CLASSES)).all()
+        seen.update(img.sample_indices)
+        order.append(img.sample_indices)
+    assert n == NUM_IMAGES // 8
+    # Shuffled without replacement: every sample exactly once per epoch.
+    assert seen == set(range(NUM_IMAGES))
+    # A second `for` runs the next epoch, in another order.
+    second = [(b["image"].epoch, b["image"].sample_indices) for b in loader]
+    assert len(second) == n
+    assert all(e == 1 for e, _ in second)
+    assert [s for _, s in second] != order
+
+
+def test_keeping_every_batch_needs_copies(eval_plan):
+    # list(loader) would hold every buffer of the fixed pool: a clear error.
+    with pytest.raises(sluice.InvalidArgumentError, match="held by the caller"):
+        list(eval_plan.loader(threads=2))
+
+
+def test_labels_follow_class_folders(eval_plan):
+    loader = eval_plan.loader(threads=2)
+    for b in loader:
+        idx = b["label"].sample_indices
+        labels = np.asarray(b["label"])
+        # Files are sorted within sorted class folders and image i went to
+        # class i % 3: the first NUM_IMAGES/3 indices are class 0, and so on.
+        per_class = NUM_IMAGES // NUM_CLASSES
+        assert list(labels) == [i // per_class for i in idx]
+
+
+def test_stats_and_knobs(eval_plan):
+    loader = eval_plan.loader(threads=2, prefetch=3)
+    n = sum(1 for _ in loader)
+    s = loader.stats()
+    assert s["batches"] == n and s["samples"] == n * 8
+    assert s["threads"] == 2
+    assert s["pool_buffers"] == 4  # prefetch + 1
+    assert s["batch_bytes"] >= 8 * 3 * 32 * 32 * 4
+    assert s["consumer_wait_seconds"] >= 0
+    with pytest.raises(TypeError, match="unknown loader override"):
+        eval_plan.loader(thread=2)
+
+
+def test_sharding(eval_plan):
+    a = eval_plan.loader(rank=0, world_size=2, threads=1)
+    b = eval_plan.loader(rank=1, world_size=2, threads=1)
+    ia = {i for x in a for i in x["image"].sample_indices}
+    ib = {i for x in b for i in x["image"].sample_indices}
+    assert len(a) == len(b) == NUM_IMAGES // 2 // 8
+    assert not (ia & ib)
+    with pytest.raises(sluice.InvalidArgumentError, match="rank and world_size"):
+        eval_plan.loader(rank=0)
+
+
+def test_compile_to_temporary_dir_and_bind(dataset):
+    from conftest import FAST_TARGETS
+
+    plan = sluice.compile(EVAL_SPEC, cpu_targets=FAST_TARGETS, cuda=False)
+    path = plan.path
+    assert os.path.isfile(os.path.join(path, "plan.json"))
+    bound = plan.bind(DATA=dataset)
+    assert next(iter(bound.loader(threads=1)))["image"].shape == (8, 3, 32, 32)
+    del plan, bound
+    import gc
+
+    gc.collect()
+    assert not os.path.exists(path)  # temporary plan removed with its last Plan
+
+
+# ---- errors ------------------------------------------------------------------
+
+BAD_SPEC = """\
+sluice: 1
+name: bad
+source: {format: image_folder, path: "${DATA}"}
+graph:
+  - decode_jpeg: {in: jpg, out: image}
+  - random_resize_crop: {size: [8, 8]}
+batch: {size: 2, fields: {image: image, label: cls}}
+"""
+
+
+def test_spec_error_has_file_line_col(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(BAD_SPEC)
+    with pytest.raises(sluice.SpecError) as info:
+        sluice.compile(str(spec), str(tmp_path / "bad.plan"))
+    text = str(info.value)
+    assert "%s:6:5: error: unknown op `random_resize_crop`" % spec in text
+    assert "random_resized_crop" in text  # the hint
+    assert info.value.code == "invalid_spec"
+    assert (info.value.file, info.value.line, info.value.column) == (str(spec), 6, 5)
+    assert not text.startswith("error:")
+
+
+def test_spec_error_from_text():
+    with pytest.raises(sluice.SpecError, match=r"<string>:6:5: error: unknown op"):
+        sluice.compile(BAD_SPEC)
+
+
+def test_unbound_variable(eval_plan_dir):
+    with pytest.raises(sluice.InvalidArgumentError) as info:
+        sluice.load(eval_plan_dir)  # ${DATA} not bound
+    assert "DATA" in str(info.value)
+
+
+def test_missing_plan_and_data(tmp_path, eval_plan_dir):
+    with pytest.raises(sluice.NotFoundError):
+        sluice.load(str(tmp_path / "nope.plan"))
+    plan = sluice.load(eval_plan_dir, vars={"DATA": str(tmp_path / "no_such_dir")})
+    with pytest.raises(sluice.NotFoundError):
+        plan.loader()
+
+
+def test_profile_not_supported_yet():
+    with pytest.raises(sluice.UnsupportedError, match="profile"):
+        sluice.compile(EVAL_SPEC, profile="hw.yaml")
+
+
+def test_bad_state_dict(eval_plan):
+    loader = eval_plan.loader(threads=1)
+    with pytest.raises(sluice.InvalidArgumentError):
+        loader.load_state_dict({"epoch": 0, "position": 0, "spec_hash": "0000"})
+    with pytest.raises(sluice.InvalidArgumentError, match="position"):
+        loader.load_state_dict({"epoch": 0, "spec_hash": eval_plan.spec_hash})

@@ -1,0 +1,103 @@
+"""Zero-copy hand-off: numpy (array interface and DLPack) and torch (DLPack)."""
+
+import numpy as np
+import pytest
+
+import sluice
+
+
+def first_batch(plan):
+    loader = plan.loader(threads=2)
+    return loader, next(iter(loader))
+
+
+def test_numpy_asarray_zero_copy(eval_plan):
+    loader, b = first_batch(eval_plan)
+    img = b["image"]
+    a = np.asarray(img)
+    assert a.__array_interface__["data"][0] == img.data_ptr
+    assert a.dtype == np.float32 and a.shape == img.shape
+    assert a.nbytes == img.nbytes
+    lab = np.asarray(b["label"])
+    assert lab.dtype == np.int64 and lab.__array_interface__["data"][0] == b["label"].data_ptr
+
+
+def test_numpy_from_dlpack_zero_copy(eval_plan):
+    loader, b = first_batch(eval_plan)
+    img = b["image"]
+    assert img.__dlpack_device__() == (1, 0)
+    d = np.from_dlpack(img)
+    assert d.__array_interface__["data"][0] == img.data_ptr
+    np.testing.assert_array_equal(d, np.asarray(img))
+    # Writes through one view are seen by the other: the same memory
+    # (numpy marks DLPack imports read-only; the array-interface view is not).
+    np.asarray(img)[0, 0, 0, 0] = 12345.0
+    assert d[0, 0, 0, 0] == 12345.0
+
+
+def test_float16_to_numpy(train_plan):
+    loader, b = first_batch(train_plan)
+    img = b["image"]
+    assert img.dtype == "float16"
+    a = np.asarray(img)
+    assert a.dtype == np.float16 and a.shape == (16, 3, 24, 24)
+    assert np.isfinite(a.astype(np.float32)).all()
+    np.testing.assert_array_equal(np.from_dlpack(img), a)
+
+
+def test_unconsumed_capsule_is_freed(eval_plan):
+    loader, b = first_batch(eval_plan)
+    caps = b["image"].__dlpack__()
+    assert type(caps).__name__ == "PyCapsule"
+    del caps  # the capsule's destructor runs the DLPack deleter; no leak, no crash
+
+
+def test_dlpack_stream_rejected_on_cpu(eval_plan):
+    loader, b = first_batch(eval_plan)
+    with pytest.raises(sluice.InvalidArgumentError):
+        b["image"].__dlpack__(stream=1)
+
+
+def test_torch_from_dlpack_zero_copy(eval_plan, train_plan):
+    torch = pytest.importorskip("torch")
+    loader, b = first_batch(eval_plan)
+    img = b["image"]
+    t = torch.from_dlpack(img)
+    assert t.data_ptr() == img.data_ptr
+    assert t.dtype == torch.float32 and tuple(t.shape) == img.shape
+    assert torch.equal(t, torch.from_numpy(np.asarray(img)))
+    lab = torch.from_dlpack(b["label"])
+    assert lab.dtype == torch.int64 and lab.data_ptr() == b["label"].data_ptr
+    loader2, b2 = first_batch(train_plan)
+    h = torch.from_dlpack(b2["image"])
+    assert h.dtype == torch.float16 and h.data_ptr() == b2["image"].data_ptr
+
+
+def test_sluice_torch_loader(eval_plan, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import sluice.torch as st
+
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert st.distributed_rank_world() == (None, None)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert st.distributed_rank_world() == (1, 2)
+    loader = st.loader(eval_plan, threads=2)
+    n = 0
+    for b in loader:
+        assert isinstance(b["image"], torch.Tensor) and isinstance(b["label"], torch.Tensor)
+        assert b["image"].shape == (8, 3, 32, 32) and b["image"].dtype == torch.float32
+        assert b["label"].dtype == torch.int64
+        n += 1
+    assert n == len(loader) == 240 // 2 // 8  # rank 1 of 2 from the environment
+    # Torch tensors alone keep their buffers: holding one across the epoch is fine.
+    it = iter(loader)
+    first = next(it)["image"]
+    keep = first.clone()
+    for b in it:
+        pass
+    assert torch.equal(first, keep)
+    if not torch.cuda.is_available():
+        with pytest.raises(sluice.UnsupportedError, match="pin_memory"):
+            st.loader(eval_plan, pin_memory=True)
