@@ -211,28 +211,50 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
       acc(c, x, y) = 0.0f;
       acc(c, x, y) += xt.weight(k2.x, rx) * yt.weight(k2.y, ry) * px;
     } else {
-      // Vertical pass: for output row y, all source columns of the window.
+      // Per output coordinate and tap (after flip, offset and clamping): the
+      // source row / column, its weight (0 for a tap on padding) and the weight
+      // that falls on padding (times `fill`). Tiny; computed once per call.
+      Var k("k"), o("o");
+      Func yrow("yrow"), yw("yw"), yfw("yfw"), xcol("xcol"), xw("xw"), xfw("xfw");
+      RDom kyr(0, ya.taps, "kyr"), kxr(0, xa.taps, "kxr");
+      Expr ryo = clamp(Flipped(ya, o, out_h) + ya.offset, 0, max(ya.resized - 1, 0));
+      Expr rxo = clamp(Flipped(xa, o, out_w) + xa.offset, 0, max(xa.resized - 1, 0));
+      // Source columns the horizontal pass can touch: the window clamped into
+      // the source range (a tap outside it has weight 0).
+      Expr col_lo = ClampedSource(xa, 0, in_w);
+      Expr col_hi = ClampedSource(xa, max(xa.window - 1, 0), in_w);
+      yrow(k, o) = ClampedSource(ya, yt.first(ryo) + k, in_h);
+      yw(k, o) = select(InSource(ya, yt.first(ryo) + k), yt.weight(k, ryo), 0.0f);
+      yfw(o) = 0.0f;
+      yfw(o) += select(InSource(ya, yt.first(ryo) + kyr), 0.0f, yt.weight(kyr, ryo)) * fill;
+      xcol(k, o) = clamp(ClampedSource(xa, xt.first(rxo) + k, in_w), col_lo, col_hi);
+      xw(k, o) = select(InSource(xa, xt.first(rxo) + k), xt.weight(k, rxo), 0.0f);
+      xfw(o) = 0.0f;
+      xfw(o) += select(InSource(xa, xt.first(rxo) + kxr), 0.0f, xt.weight(kxr, rxo)) * fill;
+      for (Func* f : {&yrow, &yw, &xcol, &xw}) f->compute_root().reorder_storage(o, k);
+      yfw.compute_root();
+      xfw.compute_root();
+      xcol.bound(o, 0, static_cast<int>(out_w));
+      xw.bound(o, 0, static_cast<int>(out_w));
+      xfw.bound(o, 0, static_cast<int>(out_w));
+      // Vertical pass: for output row y, the source columns of the window, from
+      // the uint8 rows (channels and columns fused: dense loads, no selects).
+      // vflat(i, y) holds channel i % 3 of column i / 3 (interleaved, as the input
+      // rows): a flat index keeps loads and stores dense vectors.
       ky = RDom(0, ya.taps, "ky");
-      Expr jy = yt.first(ry) + ky;
-      Expr row = select(InSource(ya, jy),
-                        cast<float>(in(c, clamp(sx, 0, in_w - 1), ClampedSource(ya, jy, in_h))),
-                        fill);
-      vert(c, sx, y) = 0.0f;
-      vert(c, sx, y) += yt.weight(ky, ry) * row;
-      // Horizontal pass over the vertical result.
+      Var i("i");
+      Func vflat("vflat");
+      vflat(i, y) = yfw(y);
+      vflat(i, y) += yw(ky, y) * cast<float>(in(i % in_c, i / in_c, yrow(ky, y)));
+      vert(c, sx, y) = vflat(sx * in_c + c, y);
+      // Horizontal pass: gathers from the row buffer (L1-resident).
       kx = RDom(0, xa.taps, "kx");
-      Expr jx = xt.first(rx) + kx;
-      Expr col = select(InSource(xa, jx), vert(c, ClampedSource(xa, jx, in_w), y), fill);
-      acc(c, x, y) = 0.0f;
-      acc(c, x, y) += xt.weight(kx, rx) * col;
-      vert.bound(c, 0, in_c);
-      Var cx("cx");
-      vert.fuse(c, sx, cx).vectorize(cx, 16, TailStrategy::GuardWithIf);
-      vert.update().reorder(c, sx, ky).fuse(c, sx, cx).vectorize(cx, 16,
-                                                                  TailStrategy::GuardWithIf);
+      acc(c, x, y) = xfw(x);
+      acc(c, x, y) += xw(kx, x) * vert(c, xcol(kx, x), y);
+      vflat.vectorize(i, 16, TailStrategy::GuardWithIf);
+      vflat.update().reorder(i, ky).vectorize(i, 16, TailStrategy::GuardWithIf);
+      vert = vflat;  // the stage the schedule below places per output row
       acc.bound(c, 0, in_c);
-      acc.reorder(c, x, y).unroll(c).vectorize(x, 8, TailStrategy::GuardWithIf);
-      acc.update().reorder(c, x, kx, y).unroll(c).vectorize(x, 8, TailStrategy::GuardWithIf);
     }
     geom(c, x, y) = select(valid, RoundTo(DType::kUInt8, acc(c, x, y)), fill);
     passes = {vert, acc};
@@ -346,19 +368,29 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
     out.gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
     if (rescale) passes[1].compute_at(anchor, xi);
   } else {
+    // Per output row: the vertical pass over the window's columns; per vector of
+    // 8 output columns: the horizontal pass for all channels (kept in registers),
+    // then the pointwise tail and the store.
+    Var xo("xo"), xi("xi");
     if (root_geom) {
-      geom.bound(c, 0, in_c).reorder(c, x, y).unroll(c).vectorize(x, 8,
-                                                                   TailStrategy::GuardWithIf);
+      geom.bound(c, 0, in_c)
+          .split(x, xo, xi, 8, TailStrategy::GuardWithIf)
+          .reorder(xi, c, xo, y)
+          .unroll(c)
+          .vectorize(xi);
     }
+    out.bound(c, 0, out_c).split(x, xo, xi, 8, TailStrategy::GuardWithIf);
     if (chw) {
-      out.reorder(x, c, y).vectorize(x, 8, TailStrategy::GuardWithIf);
+      out.reorder(xi, c, xo, y).unroll(c).vectorize(xi);
     } else {
-      out.bound(c, 0, out_c).reorder(c, x, y).unroll(c).vectorize(x, 8,
-                                                                    TailStrategy::GuardWithIf);
+      out.reorder(c, xi, xo, y).unroll(c).vectorize(xi);
     }
     if (rescale) {
+      Func& hacc = passes[1];
       passes[0].compute_at(anchor, y);
-      passes[1].compute_at(anchor, y);
+      hacc.compute_at(anchor, xo).reorder_storage(x, c);
+      hacc.reorder(x, c, y).vectorize(x, 8, TailStrategy::GuardWithIf).unroll(c);
+      hacc.update().reorder(x, c, kx, y).vectorize(x, 8, TailStrategy::GuardWithIf).unroll(c);
     }
   }
   (void)has_vert;
