@@ -19,6 +19,8 @@
 #   WARMUP    untimed batches per run [1]          SEED     dataset seed [1]
 #   PYTHON    interpreter with torch [/usr/bin/python3]
 #   DALI_PYTHON  interpreter with nvidia.dali [unset: DALI skipped]
+#   SLUICE_DCT   1 = also run Sluice with --dct-scaling (an extra row; the targets
+#                are checked on the default, bit-exact configuration) [0]
 #   LOG       raw RESULT lines [$BUILD/e2e/results.log]
 set -euo pipefail
 
@@ -34,6 +36,7 @@ WARMUP="${WARMUP:-1}"
 SEED="${SEED:-1}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 DALI_PYTHON="${DALI_PYTHON:-}"
+SLUICE_DCT="${SLUICE_DCT:-0}"
 WORK="$BUILD/e2e"
 DATA="$WORK/data"
 PLAN="$WORK/imagenet_train.plan"
@@ -75,6 +78,10 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     grep '^RESULT' | tee -a "$LOG" >&2
   "$BUILD/sluice_e2e_loader" "$PLAN" "$DATA" --threads "$THREADS" --batches "$BATCHES" \
     --warmup "$WARMUP" | grep '^RESULT' | tee -a "$LOG" >&2
+  if [[ "$SLUICE_DCT" == 1 ]]; then
+    "$BUILD/sluice_e2e_loader" "$PLAN" "$DATA" --threads "$THREADS" --batches "$BATCHES" \
+      --warmup "$WARMUP" --dct-scaling | grep '^RESULT' | tee -a "$LOG" >&2
+  fi
   "$PYTHON" bench/e2e/torch_loader.py "$DATA/train" --workers "$THREADS" \
     --batches "$BATCHES" --warmup "$WARMUP" | grep '^RESULT' | tee -a "$LOG" >&2
   if ((DALI_OK)); then

@@ -12,6 +12,8 @@
 // pays for Sluice. Prints a machine-readable line last:
 //
 //   RESULT sluice images_per_s=X peak_rss_mb=Y threads=T batch=B batches=N
+//
+// (`RESULT sluice_dct ...` with --dct-scaling.)
 #include <sys/resource.h>
 
 #include <charconv>
@@ -116,9 +118,10 @@ int main(int argc, char** argv) {
               "kernel %.2f s; consumer waited %.2f s; bad samples %llu\n",
               stats.read_seconds, stats.decode_seconds, stats.kernel_seconds,
               stats.consumer_wait_seconds, static_cast<unsigned long long>(stats.bad_samples));
-  std::printf("RESULT sluice images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
+  std::printf("RESULT %s images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
               "batches=%d\n",
-              images / seconds, static_cast<double>(usage.ru_maxrss) / 1024.0, stats.threads,
+              options.dct_scaling ? "sluice_dct" : "sluice", images / seconds,
+              static_cast<double>(usage.ru_maxrss) / 1024.0, stats.threads,
               static_cast<long long>(loader->batch_size()), batches);
   return 0;
 }

@@ -15,6 +15,7 @@ import sys
 NAMES = {
     "decode_ceiling": "decode-only ceiling (TurboJPEG, full size, RAM)",
     "sluice": "Sluice (imagenet_train plan)",
+    "sluice_dct": "Sluice, --dct-scaling",
     "torch": "PyTorch DataLoader + torchvision",
     "dali": "DALI CPU pipeline",
 }
@@ -44,7 +45,7 @@ def main():
         print(f"1-min load average during the run: {min(loads):.1f} to {max(loads):.1f}")
     med = {}
     rows = []
-    for key in ["decode_ceiling", "sluice", "torch", "dali"]:
+    for key in ["decode_ceiling", "sluice", "sluice_dct", "torch", "dali"]:
         if key not in runs:
             continue
         rates = [float(r["images_per_s"] if "images_per_s" in r else r["images_per_s_median"])
@@ -66,7 +67,7 @@ def main():
     print("|---|---|---|---|---|")
     for key, rates, mem in rows:
         ratio_c = f"{med[key] / ceiling:.2f}" if ceiling else "–"
-        ratio_s = f"{sluice / med[key]:.2f}" if sluice and key != "sluice" else "–"
+        ratio_s = f"{sluice / med[key]:.2f}" if sluice and not key.startswith("sluice") else "–"
         print(f"| {NAMES[key]} | {med[key]:.0f} ({min(rates):.0f}–{max(rates):.0f}, "
               f"{len(rates)}) | {ratio_c} | {ratio_s} | {mem or '–'} |")
 
