@@ -163,7 +163,7 @@ void RegisterColorOps(std::vector<OpDef>& ops) {
             const int64_t n = P(p, "num_output_channels").AsInt();
             if (n != 1 && n != 3) {
               issues.push_back({"num_output_channels",
-                                "num_output_channels must be 1 or 3, got " + std::to_string(n),
+                                "`num_output_channels` must be 1 or 3, got " + std::to_string(n),
                                 "use 1 for a single channel or 3 for an RGB-shaped result"});
             }
             return issues;

@@ -318,7 +318,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
             const auto& ratio = P(p, "ratio").AsFloatList();
             if (scale.size() == 2 && scale[0] > scale[1]) {
               issues.push_back(
-                  {"scale", "scale bounds are reversed: " + FloatsText(scale),
+                  {"scale", "`scale` bounds are reversed: " + FloatsText(scale),
                    "write the smaller bound first: " + FloatsText({scale[1], scale[0]})});
             } else if (scale.size() == 2 && scale[1] <= 0) {
               issues.push_back(
@@ -331,7 +331,7 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
                                 "use a range such as [0.75, 1.3333]"});
             } else if (ratio.size() == 2 && ratio[0] > ratio[1]) {
               issues.push_back(
-                  {"ratio", "ratio bounds are reversed: " + FloatsText(ratio),
+                  {"ratio", "`ratio` bounds are reversed: " + FloatsText(ratio),
                    "write the smaller bound first: " + FloatsText({ratio[1], ratio[0]})});
             }
             return issues;

@@ -265,7 +265,7 @@ Status CheckDeviceString(const std::string& device) {
     auto [ptr, ec] = std::from_chars(first, last, n);
     if (digits && ec == std::errc() && ptr == last) return Ok();
   }
-  return MakeError(ErrorCode::kInvalidSpec, "unknown device \"" + device + "\"",
+  return MakeError(ErrorCode::kInvalidSpec, "unknown device `" + device + "`",
                    "use auto, cpu, cuda or cuda:N (N = GPU index, e.g. cuda:0)");
 }
 
@@ -351,7 +351,7 @@ Status ExpectImage(std::string_view op, const TensorType& t) {
     return MakeError(
         ErrorCode::kInvalidSpec,
         "`" + name + "` expects a decoded image, got encoded bytes (" + t.ToString() + ")",
-        "add decode_jpeg before it");
+        "add `decode_jpeg` before it");
   }
   if (t.rank() != 3 || (t.layout != Layout::kHWC && t.layout != Layout::kCHW)) {
     return MakeError(

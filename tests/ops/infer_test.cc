@@ -71,7 +71,7 @@ TEST(InferTest, EncodedInputIsAnErrorWithHint) {
     ASSERT_FALSE(r) << op;
     EXPECT_EQ(r.error().message,
               "`" + std::string(op) + "` expects a decoded image, got encoded bytes (bytes[?])");
-    EXPECT_EQ(r.error().hint, "add decode_jpeg before it");
+    EXPECT_EQ(r.error().hint, "add `decode_jpeg` before it");
   }
 }
 
@@ -172,7 +172,7 @@ TEST(CheckTest, CrossParameterIssues) {
   auto issues = rrc->check({{"size", Ints({224})}, {"scale", Floats({0.9, 0.1})}});
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].param, "scale");
-  EXPECT_EQ(issues[0].message, "scale bounds are reversed: [0.9,0.1]");
+  EXPECT_EQ(issues[0].message, "`scale` bounds are reversed: [0.9,0.1]");
   EXPECT_EQ(issues[0].hint, "write the smaller bound first: [0.1,0.9]");
   EXPECT_EQ(rrc->check({{"size", Ints({224})}, {"scale", Floats({0, 0})}}).size(), 1u);
   issues = rrc->check({{"size", Ints({224})}, {"ratio", Floats({0, 1})}});

@@ -455,7 +455,7 @@ TEST(SpecParserErrors, BatchProblems) {
 TEST(SpecParserErrors, OpChecksPointAtTheParameter) {
   EXPECT_EQ(Errors(Doc("  - decode_jpeg: {out: image}\n"
                        "  - random_resized_crop: {size: 8, ratio: [2, 0.5]}\n")),
-            "t.yaml:7:43: error: ratio bounds are reversed: [2,0.5]\n"
+            "t.yaml:7:43: error: `ratio` bounds are reversed: [2,0.5]\n"
             "  hint: write the smaller bound first: [0.5,2]\n");
 }
 
