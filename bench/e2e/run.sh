@@ -14,9 +14,13 @@
 #
 # Environment (defaults in brackets):
 #   BUILD     build directory [build-bench]        THREADS  cores/workers/threads [nproc]
-#   IMAGES    dataset size [2000]                  CLASSES  class folders [10]
-#   ROUNDS    interleaved rounds [3]               BATCHES  timed batches per run [6]
-#   WARMUP    untimed batches per run [1]          SEED     dataset seed [1]
+#   WARMUP    untimed batches per run [THREADS]    BATCHES  timed batches per run [4*THREADS]
+#   IMAGES    dataset size [(WARMUP+BATCHES+1)*256, so a run stays within one epoch]
+#   CLASSES   class folders [10]                   SEED     dataset seed [1]
+#   ROUNDS    interleaved rounds [3]
+# WARMUP and BATCHES should be multiples of THREADS: PyTorch's workers each build
+# a whole batch, so they finish in groups of THREADS; timing a partial group
+# would credit PyTorch with work done before the clock started (or not yet done).
 #   PYTHON    interpreter with torch [/usr/bin/python3]
 #   DALI_PYTHON  interpreter with nvidia.dali [unset: DALI skipped]
 #   SLUICE_DCT   1 = also run Sluice with --dct-scaling (an extra row; the targets
@@ -28,11 +32,14 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 BUILD="${BUILD:-build-bench}"
 THREADS="${THREADS:-$(nproc)}"
-IMAGES="${IMAGES:-2000}"
+WARMUP="${WARMUP:-$THREADS}"
+BATCHES="${BATCHES:-$((4 * THREADS))}"
+IMAGES="${IMAGES:-$(((WARMUP + BATCHES + 1) * 256))}"
 CLASSES="${CLASSES:-10}"
 ROUNDS="${ROUNDS:-3}"
-BATCHES="${BATCHES:-6}"
-WARMUP="${WARMUP:-1}"
+if ((IMAGES < (WARMUP + BATCHES) * 256)); then
+  echo "warning: $IMAGES images < (WARMUP + BATCHES) * 256: runs cross an epoch boundary" >&2
+fi
 SEED="${SEED:-1}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 DALI_PYTHON="${DALI_PYTHON:-}"
@@ -86,7 +93,8 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     --batches "$BATCHES" --warmup "$WARMUP" | grep '^RESULT' | tee -a "$LOG" >&2
   if ((DALI_OK)); then
     "$DALI_PYTHON" bench/e2e/dali_loader.py "$DATA/train" --threads "$THREADS" \
-      --batches "$BATCHES" --warmup "$WARMUP" 2>/dev/null | grep '^RESULT' | tee -a "$LOG" >&2
+      --batches "$BATCHES" --warmup "$WARMUP" 2>"$WORK/dali.err" | grep '^RESULT' |
+      tee -a "$LOG" >&2 || echo "DALI failed (see $WORK/dali.err); no DALI row this round" >&2
   fi
 done
 echo "LOAD $(cut -d' ' -f1-3 /proc/loadavg)" >>"$LOG"

@@ -16,7 +16,9 @@ libjpeg-turbo):
 
 DataLoader(batch_size=B, shuffle=True, drop_last=True, num_workers=T,
 persistent_workers=True, pin_memory=False). W warm-up batches (worker start-up
-and pipeline fill, not timed), then N timed batches; epochs roll over.
+and pipeline fill, not timed), then N timed batches; epochs roll over. Keep W
+and N multiples of T: each worker builds a whole batch, so batches arrive in
+groups of T, and a partial group would skew the timed window.
 
 Memory: a sampler thread in the main process sums, every 0.1 s, the RSS (and
 PSS, which counts pages shared between the forked workers once) of the main
@@ -125,10 +127,12 @@ def main():
     ap.add_argument("root", help="image_folder root (class subfolders)")
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--batches", type=int, default=8)
-    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--warmup", type=int, default=None, help="default: --workers")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    if args.warmup is None:
+        args.warmup = max(1, args.workers)
 
     torch.manual_seed(args.seed)
     transform = transforms.Compose([
