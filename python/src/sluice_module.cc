@@ -68,7 +68,8 @@ void RegisterErrors(py::module_& m) {
                                 "Base of every Sluice error. Attributes: code (the C++ "
                                 "ErrorCode name), message, hint, file, line, column.");
   auto sub = [&](const char* name, PyObject* extra, const char* doc) {
-    PyObject* bases = extra ? PyTuple_Pack(2, g_errors.base, extra) : PyTuple_Pack(1, g_errors.base);
+    PyObject* bases =
+        extra ? PyTuple_Pack(2, g_errors.base, extra) : PyTuple_Pack(1, g_errors.base);
     PyObject* cls = NewErrorClass(m, name, bases, doc);
     Py_DECREF(bases);
     return cls;
@@ -98,16 +99,14 @@ void RegisterErrors(py::module_& m) {
 // The one place a sluice::Error becomes a Python exception. Needs the GIL.
 [[noreturn]] void RaiseError(const Error& error) {
   int code = static_cast<int>(error.code);
-  PyObject* cls = (code >= 0 && code < 8 && g_errors.by_code[code]) ? g_errors.by_code[code]
-                                                                     : g_errors.base;
+  PyObject* cls =
+      (code >= 0 && code < 8 && g_errors.by_code[code]) ? g_errors.by_code[code] : g_errors.base;
   // Rendered diagnostics (a spec's every mistake, see SpecErrorFrom) already
   // start with their mark: use them as they are.
   const std::string where = error.mark.ToString();
-  const std::string text = (!where.empty() && error.message.starts_with(where + ":"))
-                               ? error.message
-                               : error.ToString();
-  py::object exc =
-      py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", text.c_str()));
+  const std::string text =
+      (!where.empty() && error.message.starts_with(where + ":")) ? error.message : error.ToString();
+  py::object exc = py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", text.c_str()));
   if (!exc) throw py::error_already_set();
   exc.attr("code") = ErrorCodeName(error.code);
   exc.attr("message") = error.message;
@@ -138,8 +137,8 @@ Error SpecErrorFrom(const Diagnostics& diags) {
   const Error* first = nullptr;
   for (const Error& d : diags.errors()) {
     if (!d.mark.valid()) continue;
-    if (first == nullptr || std::pair(d.mark.line, d.mark.column) <
-                                std::pair(first->mark.line, first->mark.column)) {
+    if (first == nullptr ||
+        std::pair(d.mark.line, d.mark.column) < std::pair(first->mark.line, first->mark.column)) {
       first = &d;
     }
   }
@@ -230,12 +229,18 @@ struct DLManagedTensor {
 
 std::optional<DLDataType> DLType(DType t) {
   switch (t) {
-    case DType::kUInt8: return DLDataType{1, 8, 1};
-    case DType::kInt64: return DLDataType{0, 64, 1};
-    case DType::kFloat16: return DLDataType{2, 16, 1};
-    case DType::kBFloat16: return DLDataType{4, 16, 1};
-    case DType::kFloat32: return DLDataType{2, 32, 1};
-    case DType::kBytes: return std::nullopt;
+    case DType::kUInt8:
+      return DLDataType{1, 8, 1};
+    case DType::kInt64:
+      return DLDataType{0, 64, 1};
+    case DType::kFloat16:
+      return DLDataType{2, 16, 1};
+    case DType::kBFloat16:
+      return DLDataType{4, 16, 1};
+    case DType::kFloat32:
+      return DLDataType{2, 32, 1};
+    case DType::kBytes:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -243,12 +248,17 @@ std::optional<DLDataType> DLType(DType t) {
 // numpy's array-interface type string; nullopt where numpy has no such type.
 std::optional<std::string> TypeStr(DType t) {
   switch (t) {
-    case DType::kUInt8: return "|u1";
-    case DType::kInt64: return "<i8";
-    case DType::kFloat16: return "<f2";
-    case DType::kFloat32: return "<f4";
+    case DType::kUInt8:
+      return "|u1";
+    case DType::kInt64:
+      return "<i8";
+    case DType::kFloat16:
+      return "<f2";
+    case DType::kFloat32:
+      return "<f4";
     case DType::kBFloat16:
-    case DType::kBytes: return std::nullopt;
+    case DType::kBytes:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -256,7 +266,8 @@ std::optional<std::string> TypeStr(DType t) {
 // One field of a batch. Keeps the whole Batch (and so its pool buffer) alive.
 class Tensor {
  public:
-  Tensor(std::shared_ptr<const Batch> batch, size_t field) : batch_(std::move(batch)), field_(field) {}
+  Tensor(std::shared_ptr<const Batch> batch, size_t field)
+      : batch_(std::move(batch)), field_(field) {}
 
   const TensorView& view() const { return batch_->fields()[field_]; }
   const std::shared_ptr<const Batch>& batch() const { return batch_; }
@@ -269,9 +280,9 @@ class Tensor {
     const TensorView& v = view();
     auto dtype = DLType(v.dtype);
     if (!dtype) {
-      RaiseError(Error{ErrorCode::kUnsupported,
-                       "field `" + v.name + "` has dtype " + std::string(DTypeName(v.dtype)) +
-                           ", which DLPack cannot describe"});
+      RaiseError(Error{ErrorCode::kUnsupported, "field `" + v.name + "` has dtype " +
+                                                    std::string(DTypeName(v.dtype)) +
+                                                    ", which DLPack cannot describe"});
     }
     struct Ctx {
       DLManagedTensor managed;
@@ -533,20 +544,22 @@ PYBIND11_MODULE(_sluice, m) {
       .def_property_readonly("name", [](const Tensor& t) { return t.view().name; })
       .def_property_readonly("dtype",
                              [](const Tensor& t) { return std::string(DTypeName(t.view().dtype)); })
-      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.view().shape)); })
+      .def_property_readonly("shape",
+                             [](const Tensor& t) { return py::tuple(py::cast(t.view().shape)); })
       .def_property_readonly("strides",
                              [](const Tensor& t) { return py::tuple(py::cast(t.view().strides)); })
       .def_property_readonly("nbytes", [](const Tensor& t) { return t.view().bytes; })
-      .def_property_readonly("data_ptr",
-                             [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.view().data); })
+      .def_property_readonly(
+          "data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.view().data); })
       .def_property_readonly("epoch", [](const Tensor& t) { return t.batch()->epoch(); })
       .def_property_readonly("batch_index", [](const Tensor& t) { return t.batch()->index(); })
       .def_property_readonly("sample_indices",
                              [](const Tensor& t) { return t.batch()->sample_indices(); })
-      .def("__len__", [](const Tensor& t) { return t.view().shape.empty() ? 0 : t.view().shape[0]; })
+      .def("__len__",
+           [](const Tensor& t) { return t.view().shape.empty() ? 0 : t.view().shape[0]; })
       .def("__repr__", [](const Tensor& t) {
-        std::string s = "sluice.Tensor(" + t.view().name + ", " +
-                        std::string(DTypeName(t.view().dtype)) + "[";
+        std::string s =
+            "sluice.Tensor(" + t.view().name + ", " + std::string(DTypeName(t.view().dtype)) + "[";
         for (size_t i = 0; i < t.view().shape.size(); ++i)
           s += (i ? "," : "") + std::to_string(t.view().shape[i]);
         return s + "])";
@@ -573,19 +586,20 @@ PYBIND11_MODULE(_sluice, m) {
              }
              return std::make_unique<PyLoader>(plan, Unwrap(std::move(*loader)));
            }),
-           py::arg("plan"), py::arg("rank") = -1, py::arg("world_size") = -1,
-           py::arg("epoch") = 0, py::arg("seed") = py::none(), py::arg("threads") = -1,
-           py::arg("prefetch") = -1, py::arg("in_flight") = -1,
-           py::arg("relaxed_ordering") = py::none(), py::arg("dct_scaling") = false)
+           py::arg("plan"), py::arg("rank") = -1, py::arg("world_size") = -1, py::arg("epoch") = 0,
+           py::arg("seed") = py::none(), py::arg("threads") = -1, py::arg("prefetch") = -1,
+           py::arg("in_flight") = -1, py::arg("relaxed_ordering") = py::none(),
+           py::arg("dct_scaling") = false)
       .def("__iter__", [](py::object self) { return self; })
-      .def("__next__",
-           [](PyLoader& l) {
-             auto b = l.Next();
-             if (!b) throw py::stop_iteration();
-             return std::move(*b);
-           },
-           "The next batch of this epoch; StopIteration at its end (the next `for` "
-           "starts the following epoch).")
+      .def(
+          "__next__",
+          [](PyLoader& l) {
+            auto b = l.Next();
+            if (!b) throw py::stop_iteration();
+            return std::move(*b);
+          },
+          "The next batch of this epoch; StopIteration at its end (the next `for` "
+          "starts the following epoch).")
       .def("next", &PyLoader::Next,
            "The next batch as {field: Tensor}; None once at the end of an epoch (the "
            "following call starts the next epoch).")

@@ -55,6 +55,10 @@ batch: {size: 16, fields: {image: image, label: cls}}
 output: {device: cpu, prefetch: 2, on_error: {policy: skip, max_fraction: 0.1}}
 """
 
+# The eval chain with a bfloat16 output (numpy has no bfloat16; DLPack does).
+BF16_SPEC = EVAL_SPEC.replace("name: py_eval", "name: py_eval_bf16").replace(
+    "cast: {dtype: float32}", "cast: {dtype: bfloat16}")
+
 NUM_IMAGES = 240
 NUM_CLASSES = 3
 
@@ -112,6 +116,13 @@ def train_plan_dir(tmp_root):
     out = os.path.join(tmp_root, "train.plan")
     sluice.compile(TRAIN_SPEC, out, cpu_targets=FAST_TARGETS, cuda=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def bf16_plan(tmp_root, dataset):
+    out = os.path.join(tmp_root, "bf16.plan")
+    sluice.compile(BF16_SPEC, out, cpu_targets=FAST_TARGETS, cuda=False)
+    return sluice.load(out, vars={"DATA": dataset})
 
 
 @pytest.fixture(scope="session")

@@ -101,3 +101,20 @@ def test_sluice_torch_loader(eval_plan, monkeypatch):
     if not torch.cuda.is_available():
         with pytest.raises(sluice.UnsupportedError, match="pin_memory"):
             st.loader(eval_plan, pin_memory=True)
+
+
+def test_bfloat16_numpy_error_torch_ok(bf16_plan, eval_plan):
+    loader, b = first_batch(bf16_plan)
+    img = b["image"]
+    assert img.dtype == "bfloat16"
+    with pytest.raises(sluice.UnsupportedError, match="numpy has no type") as info:
+        np.asarray(img)
+    assert "torch.from_dlpack" in str(info.value)  # the hint
+    torch = pytest.importorskip("torch")
+    t = torch.from_dlpack(img)
+    assert t.dtype == torch.bfloat16 and t.data_ptr() == img.data_ptr
+    # Same plan but float32: same samples (same seed), values within bfloat16 rounding.
+    _, ref = first_batch(eval_plan)
+    assert ref["image"].sample_indices == img.sample_indices
+    want = torch.from_dlpack(ref["image"])
+    assert torch.allclose(t.float(), want, rtol=2 ** -7, atol=1e-2)
