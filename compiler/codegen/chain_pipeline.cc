@@ -31,6 +31,9 @@ namespace {
 
 using namespace Halide;
 
+// Output columns per horizontal-pass block (one AVX2 float vector).
+constexpr int kBlock = 8;
+
 struct AxisParams {
   Param<int32_t> flip, offset, valid_lo, valid_hi, resized, window_start, window, src_lo, src_hi,
       taps;
@@ -189,7 +192,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
   std::vector<Func> passes;
   bool has_vert = false;
   Taps yt, xt;
-  RDom ky, kx;
+  RDom ky, kx, hband;
   if (!rescale) {
     Expr v = select(InSource(ya, ry) && InSource(xa, rx),
                     cast<float>(in(c, ClampedSource(xa, rx, in_w), ClampedSource(ya, ry, in_h))),
@@ -242,17 +245,55 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
       // vflat(i, y) holds channel i % 3 of column i / 3 (interleaved, as the input
       // rows): a flat index keeps loads and stores dense vectors.
       ky = RDom(0, ya.taps, "ky");
-      Var i("i");
+      Var i("i"), io("io"), ii("ii"), iu("iu"), iv("iv");
       Func vflat("vflat");
       vflat(i, y) = yfw(y);
       vflat(i, y) += yw(ky, y) * cast<float>(in(i % in_c, i / in_c, yrow(ky, y)));
       vert(c, sx, y) = vflat(sx * in_c + c, y);
-      // Horizontal pass: gathers from the row buffer (L1-resident).
+      // Horizontal pass without gathers: per block of kBlock output columns, a
+      // banded weight matrix over the source columns the block touches.
+      // xbase(b) is the first source column of block b; xmat(x, s) the weight of
+      // output column x on source column xbase(x / kBlock) + s (taps summed, 0
+      // off the band); `span` bounds the band width of every block: the first
+      // taps of kBlock consecutive outputs are at most ceil((kBlock - 1) * scale)
+      // + 1 apart, plus `taps` (clamping the columns only narrows the band; one
+      // more for the degenerate first = int(center) case). The pass is then, per
+      // band column s, one dense load of kBlock weights, a broadcast of the row
+      // buffer value and one multiply-add per channel.
+      Var b("b"), s("s");
+      const int nblocks = static_cast<int>((out_w + kBlock - 1) / kBlock);
+      Expr xscale = cast<double>(xa.window) / cast<double>(max(xa.resized, 1));
+      Expr span = min(cast<int>(ceil(D(kBlock - 1) * xscale)) + xa.taps + 2, col_hi - col_lo + 1);
+      // The band starts at or before the block's first tap and ends at or before
+      // col_hi (shifted left if needed; `span` is at most the column count), so
+      // xbase(b) + s stays in [col_lo, col_hi] without a clamp in the loop.
+      Func xbase("xbase"), xmat("xmat");
+      Expr blo = min(b * kBlock, static_cast<int>(out_w - 1));
+      Expr bhi = min(b * kBlock + (kBlock - 1), static_cast<int>(out_w - 1));
+      xbase(b) = max(col_lo, min(min(xcol(0, blo), xcol(0, bhi)), col_hi + 1 - span));
+      xbase.compute_root().bound(b, 0, nblocks);
       kx = RDom(0, xa.taps, "kx");
+      Expr oc = min(o, static_cast<int>(out_w - 1));
+      xmat(o, s) = 0.0f;
+      xmat(o, s) += select(xcol(kx, oc) == xbase(o / kBlock) + s, xw(kx, oc), 0.0f);
+      xmat.compute_root().bound(o, 0, nblocks * kBlock);
+      xmat.vectorize(o, kBlock);
+      xmat.update().reorder(o, kx, s).vectorize(o, kBlock);
+      RDom band(0, span, "band");
+      hband = band;
+      Expr col = unsafe_promise_clamped(xbase(x / kBlock) + band, col_lo, col_hi);
       acc(c, x, y) = xfw(x);
-      acc(c, x, y) += xw(kx, x) * vert(c, xcol(kx, x), y);
+      acc(c, x, y) += xmat(x, band) * vert(c, col, y);
       vflat.vectorize(i, 16, TailStrategy::GuardWithIf);
-      vflat.update().reorder(i, ky).vectorize(i, 16, TailStrategy::GuardWithIf);
+      // Taps innermost over 64 columns at a time: 8 vector accumulators stay in
+      // registers across the taps (independent FMA chains; the row index is
+      // computed once per tap and 64 columns).
+      vflat.update()
+          .split(i, io, ii, 64, TailStrategy::GuardWithIf)
+          .split(ii, iu, iv, 8)
+          .reorder(iv, iu, ky, io)
+          .vectorize(iv)
+          .unroll(iu);
       vert = vflat;  // the stage the schedule below places per output row
       acc.bound(c, 0, in_c);
     }
@@ -374,12 +415,12 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
     Var xo("xo"), xi("xi");
     if (root_geom) {
       geom.bound(c, 0, in_c)
-          .split(x, xo, xi, 8, TailStrategy::GuardWithIf)
+          .split(x, xo, xi, kBlock, TailStrategy::GuardWithIf)
           .reorder(xi, c, xo, y)
           .unroll(c)
           .vectorize(xi);
     }
-    out.bound(c, 0, out_c).split(x, xo, xi, 8, TailStrategy::GuardWithIf);
+    out.bound(c, 0, out_c).split(x, xo, xi, kBlock, TailStrategy::GuardWithIf);
     if (chw) {
       out.reorder(xi, c, xo, y).unroll(c).vectorize(xi);
     } else {
@@ -387,10 +428,14 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
     }
     if (rescale) {
       Func& hacc = passes[1];
-      passes[0].compute_at(anchor, y);
+      // Allocated once (folded to one row), filled per output row.
+      passes[0].compute_at(anchor, y).store_root();
       hacc.compute_at(anchor, xo).reorder_storage(x, c);
-      hacc.reorder(x, c, y).vectorize(x, 8, TailStrategy::GuardWithIf).unroll(c);
-      hacc.update().reorder(x, c, kx, y).vectorize(x, 8, TailStrategy::GuardWithIf).unroll(c);
+      hacc.reorder(x, c, y).vectorize(x, kBlock, TailStrategy::GuardWithIf).unroll(c);
+      hacc.update()
+          .reorder(x, c, hband, y)
+          .vectorize(x, kBlock, TailStrategy::GuardWithIf)
+          .unroll(c);
     }
   }
   (void)has_vert;
