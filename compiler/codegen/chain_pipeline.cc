@@ -157,6 +157,26 @@ Type HalideType(DType dtype) {
   }
 }
 
+// float32 -> IEEE float16 bits, round to nearest even (subnormals, overflow to
+// inf and NaN as the hardware conversion). Written out because Halide 14 lowers
+// a float16 cast on x86 to a longer emulation (it emits no vcvtps2ph even with
+// F16C); this one is integer adds and shifts plus one float round for the
+// subnormal range, with a single narrowing at the end.
+Expr Float16Bits(Expr v) {
+  // In int32 (a is below 2^31 once the sign is cleared): AVX2 has no unsigned
+  // compares or float -> uint32 conversion.
+  Expr u = reinterpret(Int(32), v);
+  Expr a = u & 0x7fffffff;
+  Expr sign = (u >> 16) & 0x8000;
+  // Normal range: drop 13 mantissa bits with round-to-nearest-even and rebias
+  // the exponent (a carry out of the largest finite value gives exactly inf).
+  Expr norm = ((a + 0xfff + ((a >> 13) & 1)) >> 13) - (112 << 10);
+  // |v| < 2^-14: a multiple of 2^-24 (exact scaling), rounded half to even.
+  Expr sub = cast<int32_t>(round(abs(v) * 16777216.0f));
+  Expr h = select(a < 0x38800000, sub, a > 0x7f800000, 0x7e00, a >= 0x47800000, 0x7c00, norm);
+  return cast<uint16_t>(h | sign);
+}
+
 const ParamValue& P(const ParamList& p, const std::string& name) { return p.at(name); }
 
 }  // namespace
@@ -308,6 +328,9 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
   int ch = in_c;
   bool root_geom = false;
   std::vector<Func> roots;
+  // The value of cur(c, x, y) before its last rounding to dt (what the float16
+  // output conversion below rounds itself).
+  Expr pre = geom(c, x, y);
   for (const ChainStep& s : chain.steps) {
     if (s.op->op_class != OpClass::kPointwise) continue;
     const std::string& name = s.op->name;
@@ -337,6 +360,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
       } else {
         v = c2(c, x, y);
       }
+      pre = v;
       next(c, x, y) = RoundTo(dt, v);
     } else if (name == "grayscale") {
       const int n = static_cast<int>(P(s.params, "num_output_channels").AsInt());
@@ -344,6 +368,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
                        : cast<float>(D(0.299) * cast<double>(cur(0, x, y)) +
                                      D(0.587) * cast<double>(cur(1, x, y)) +
                                      D(0.114) * cast<double>(cur(2, x, y)));
+      pre = l;
       next(c, x, y) = RoundTo(dt, l);
       ch = n;
     } else if (name == "normalize") {
@@ -358,11 +383,13 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
       if (!IsFloat(dt)) dt = DType::kFloat32;
       // (v / scale - mean) / std as the reference; in float (the reference's double
       // result is rounded to float32 or narrower).
-      next(c, x, y) = RoundTo(dt, (cur(c, x, y) * static_cast<float>(1.0 / scale) - mv) / sv);
+      pre = (cur(c, x, y) * static_cast<float>(1.0 / scale) - mv) / sv;
+      next(c, x, y) = RoundTo(dt, pre);
     } else if (name == "cast") {
       dt = *ParseDType(P(s.params, "dtype").AsString());
-      next(c, x, y) = RoundTo(dt, cur(c, x, y));
-    } else {  // layout: a storage order only
+      pre = cur(c, x, y);
+      next(c, x, y) = RoundTo(dt, pre);
+    } else {  // layout: a storage order only (pre unchanged)
       next(c, x, y) = cur(c, x, y);
     }
     cur = next;
@@ -376,10 +403,14 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
   Func out(gpu ? chain.symbol + kCudaSuffix : chain.symbol);
   const Type out_type = HalideType(ot.dtype);
   const bool chw = ot.layout == Layout::kCHW;
+  Expr value = cast(out_type, cur(c, x, y));
+  if (!gpu && ot.dtype == DType::kFloat16) {
+    value = reinterpret(Float(16), Float16Bits(pre));
+  }
   if (chw) {
-    out(x, y, c) = cast(out_type, cur(c, x, y));
+    out(x, y, c) = value;
   } else {
-    out(c, x, y) = cast(out_type, cur(c, x, y));
+    out(c, x, y) = value;
   }
   // Dense output of static extents in the chain's layout.
   OutputImageParam ob = out.output_buffer();
