@@ -226,8 +226,11 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
     if (crops || rescales) {
       r += "    decode pushdown:";
       if (crops) r += " the composed crop window becomes the decoder's region of interest;";
-      if (rescales) r += " the decoder's DCT scaling (1/2, 1/4, 1/8) takes the power-of-two part of the downscale;";
-      r += " the runtime does this per sample (issue 4)\n";
+      if (rescales) {
+        r += " DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by default"
+             " (`sluice run --dct-scaling`), because it changes pixels beyond the kernels' tolerance;";
+      }
+      r += " the runtime does this per sample\n";
     }
   }
 
