@@ -11,9 +11,12 @@
 //               gathers]
 //   geom(c, ox, oy)   horizontal pass over vert, the fill outside the source
 //               window and after the post-resize crops, rounded to uint8 as the
-//               reference does [per output row, vectorised along ox]
+//               reference does [per block of 8 output columns: a banded weight
+//               matrix xmat over the block's source columns, one broadcast FMA
+//               per band column and channel, no gathers]
 //   pointwise tail    color_jitter / grayscale / normalize / cast inlined into the
-//               output, written in the chain's layout and dtype
+//               output, written in the chain's layout and dtype (a float16
+//               output is converted by Float16Bits on the CPU)
 // A chain without a rescaling op skips the tables and both passes: geom is an
 // integer gather (exact).
 // color_jitter needs the mean luma of the whole image, so with it geom is
