@@ -122,6 +122,16 @@ def cases():
         lambda t: F.resize(t, [30, 20], BIL, antialias=False),
         [{"op": "resize", "params": {"size": [30, 20], "antialias": False}}],
         "HWC", "F.resize(x, [30, 20], BILINEAR, antialias=False)")
+    add("resize_bicubic_no_antialias_up", "c_64x64",
+        lambda t: F.resize(t, [100, 80], BIC, antialias=False),
+        [{"op": "resize", "params": {"size": [100, 80], "interpolation": "bicubic",
+                                     "antialias": False}}],
+        "HWC", "F.resize(x, [100, 80], BICUBIC, antialias=False)")
+    add("resize_nearest_down", "b_120x90",
+        lambda t: F.resize(t, [50, 40], InterpolationMode.NEAREST),
+        [{"op": "resize", "params": {"size": [50, 40], "interpolation": "nearest",
+                                     "antialias": False}}],
+        "HWC", "F.resize(x, [50, 40], NEAREST)")
     add("center_crop", "b_120x90",
         lambda t: F.center_crop(t, [64, 48]),
         [{"op": "center_crop", "params": {"size": [64, 48]}}],
