@@ -10,9 +10,8 @@
 // CPU kernel tolerances of fused_kernel_test.cc (uint8 within 1; float within
 // 1e-3 relative, or one uint8 level through the pointwise tail for at most 1%
 // of the elements).
-#include <gtest/gtest.h>
-
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
@@ -34,12 +33,11 @@ using testing::S;
 std::vector<FusedChain> CudaChains() {
   return {
       // ImageNet-train shape at 32x32: crop box, flip, normalize, CHW, float16.
-      testing::MakeChain("cu_train",
-                         {{"random_resized_crop", {{"size", Is({32})}}},
-                          {"random_flip", {}},
-                          testing::ImagenetNormalize(),
-                          {"layout", {{"to", S("CHW")}}},
-                          {"cast", {{"dtype", S("float16")}}}}),
+      testing::MakeChain("cu_train", {{"random_resized_crop", {{"size", Is({32})}}},
+                                      {"random_flip", {}},
+                                      testing::ImagenetNormalize(),
+                                      {"layout", {{"to", S("CHW")}}},
+                                      {"cast", {{"dtype", S("float16")}}}}),
       // uint8 HWC output through pad, flips and a bicubic resize.
       testing::MakeChain("cu_pad_resize",
                          {{"pad", {{"padding", Is({3, 1, 2, 4})}, {"fill", F(9)}}},
@@ -107,13 +105,14 @@ std::string NoCudaDeviceReason() {
   if (!init || !count) return "libcuda.so.1 lacks cuInit/cuDeviceGetCount";
   if (int rc = init(0); rc != 0) return "cuInit failed with CUresult " + std::to_string(rc);
   int n = 0;
-  if (int rc = count(&n); rc != 0) return "cuDeviceGetCount failed with CUresult " + std::to_string(rc);
+  if (int rc = count(&n); rc != 0)
+    return "cuDeviceGetCount failed with CUresult " + std::to_string(rc);
   if (n == 0) return "the CUDA driver reports no devices";
   return "";  // the library stays loaded: the Halide CUDA runtime uses it too
 }
 
-#define SKIP_WITHOUT_HALIDE_CUDA()                                                      \
-  if (!HalideHasCuda()) {                                                               \
+#define SKIP_WITHOUT_HALIDE_CUDA()                                                        \
+  if (!HalideHasCuda()) {                                                                 \
     GTEST_SKIP() << "this Halide build has no NVPTX backend: CUDA kernels are not built"; \
   }
 
@@ -186,8 +185,8 @@ int64_t CountBad(const std::vector<uint8_t>& got, const std::vector<float>& want
       }
     }
     if (!ok && bad++ == 0) {
-      first = "element " + std::to_string(i) + ": " + std::to_string(a) + " vs " +
-              std::to_string(b);
+      first =
+          "element " + std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b);
     }
   }
   return bad;
@@ -207,8 +206,8 @@ TEST(CudaKernelTest, MatchesCpuKernelOnGpu) {
     ASSERT_TRUE(cuda && cpu);
     const double level = chain.output.dtype == DType::kUInt8 ? 0.0 : kLevel;
     int64_t one_level = 0, total = 0;
-    const std::vector<std::pair<int64_t, int64_t>> sizes = {{1, 1}, {37, 53}, {120, 90},
-                                                            {375, 500}, {7, 300}};
+    const std::vector<std::pair<int64_t, int64_t>> sizes = {
+        {1, 1}, {37, 53}, {120, 90}, {375, 500}, {7, 300}};
     for (size_t s = 0; s < sizes.size(); ++s) {
       const auto [h, w] = sizes[s];
       RefTensor img = TestImage(h, w, static_cast<uint32_t>(s + 1));

@@ -17,10 +17,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "ops/fusion/plan_format.h"
 #include "ops/fusion/sample_args.h"
@@ -216,8 +215,8 @@ Diff Compare(const std::vector<float>& got, const std::vector<float>& want, bool
 
 std::string Describe(const Diff& d) {
   std::ostringstream s;
-  s << "max " << d.max_abs << " (element " << d.worst << "), mean " << d.mean_abs
-    << ", differing " << 100 * d.frac_differ << "%";
+  s << "max " << d.max_abs << " (element " << d.worst << "), mean " << d.mean_abs << ", differing "
+    << 100 * d.frac_differ << "%";
   return s.str();
 }
 
