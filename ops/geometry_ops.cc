@@ -71,26 +71,12 @@ Status RefInput(std::string_view op, const RefTensor& in) {
   return Ok();
 }
 
-// torchvision's _compute_resized_output_size for a one-value size.
-std::pair<int64_t, int64_t> ShorterSideSize(int64_t h, int64_t w, int64_t size,
-                                            const ParamValue* max_size) {
-  const bool w_short = w <= h;
-  const int64_t shorter = w_short ? w : h, longer = w_short ? h : w;
-  int64_t new_short = size;
-  int64_t new_long = static_cast<int64_t>(static_cast<double>(size) * longer / shorter);
-  if (max_size && new_long > max_size->AsInt()) {
-    new_short = static_cast<int64_t>(static_cast<double>(max_size->AsInt()) * new_short / new_long);
-    new_long = max_size->AsInt();
-  }
-  return w_short ? std::pair{new_long, new_short} : std::pair{new_short, new_long};
-}
-
 Result<RefTensor> ResizeRef(const RefTensor& in, const ParamList& p, RefContext&) {
   SLUICE_RETURN_IF_ERROR(RefInput("resize", in));
   const auto& size = P(p, "size").AsIntList();
-  auto [h, w] = size.size() == 1
-                    ? ShorterSideSize(in.height(), in.width(), size[0], FindParam(p, "max_size"))
-                    : std::pair{size[0], size[1]};
+  auto [h, w] = size.size() == 1 ? ref::ShorterSideSize(in.height(), in.width(), size[0],
+                                                        FindParam(p, "max_size"))
+                                 : std::pair{size[0], size[1]};
   return ref::ResizeHWC(in, h, w, ref::ParseFilter(P(p, "interpolation").AsString()),
                         P(p, "antialias").AsBool());
 }

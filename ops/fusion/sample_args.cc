@@ -81,26 +81,13 @@ void Finish(const AxisState& s, AxisArgs& out) {
 
 int32_t TapBound(int64_t window, int64_t resized, ref::Filter filter, bool antialias) {
   if (filter == ref::Filter::kNearest) return 1;
-  const double base = filter == ref::Filter::kBicubic ? 2.0 : filter == ref::Filter::kArea ? 0.5
-                                                                                          : 1.0;
+  const double base = filter == ref::Filter::kBicubic ? 2.0
+                      : filter == ref::Filter::kArea  ? 0.5
+                                                      : 1.0;
   const double scale = static_cast<double>(window) / static_cast<double>(resized);
   const double support = base * (antialias ? std::max(1.0, scale) : 1.0);
   const auto bound = static_cast<int64_t>(std::ceil(2.0 * support)) + 1;
   return static_cast<int32_t>(std::clamp<int64_t>(bound, 1, window));
-}
-
-// torchvision's _compute_resized_output_size for a one-value size (as ResizeRef).
-std::pair<int64_t, int64_t> ShorterSideSize(int64_t h, int64_t w, int64_t size,
-                                            const ParamValue* max_size) {
-  const bool w_short = w <= h;
-  const int64_t shorter = w_short ? w : h, longer = w_short ? h : w;
-  int64_t new_short = size;
-  int64_t new_long = static_cast<int64_t>(static_cast<double>(size) * longer / shorter);
-  if (max_size && new_long > max_size->AsInt()) {
-    new_short = static_cast<int64_t>(static_cast<double>(max_size->AsInt()) * new_short / new_long);
-    new_long = max_size->AsInt();
-  }
-  return w_short ? std::pair{new_long, new_short} : std::pair{new_short, new_long};
 }
 
 bool IsRescale(std::string_view name) { return name == "resize" || name == "random_resized_crop"; }
@@ -149,7 +136,8 @@ Status CheckFusable(const FusedChain& chain) {
       return unsupported("`" + name + "` is not a resample or pointwise op");
     }
   }
-  if (zero_fill_ops && pad_fill && RoundToDType(static_cast<float>(*pad_fill), DType::kUInt8) != 0) {
+  if (zero_fill_ops && pad_fill &&
+      RoundToDType(static_cast<float>(*pad_fill), DType::kUInt8) != 0) {
     return unsupported("`pad` fill differs from the zeros of crop/center_crop");
   }
   return Ok();
@@ -193,8 +181,8 @@ Result<SampleArgs> ComputeSampleArgs(const FusedChain& chain, int64_t in_h, int6
       if (fy) Flip(ys);
     } else if (name == "random_resized_crop") {
       SampleRng rng(seed, epoch, sample, static_cast<uint32_t>(step.op_id));
-      const ref::CropBox box = ref::RandomResizedCropBox(
-          ys.n, xs.n, P(p, "scale").AsFloatList(), P(p, "ratio").AsFloatList(), rng);
+      const ref::CropBox box = ref::RandomResizedCropBox(ys.n, xs.n, P(p, "scale").AsFloatList(),
+                                                         P(p, "ratio").AsFloatList(), rng);
       Crop(ys, box.top, box.height);
       Crop(xs, box.left, box.width);
       auto [h, w] = SizeHW(P(p, "size").AsIntList());
@@ -207,8 +195,9 @@ Result<SampleArgs> ComputeSampleArgs(const FusedChain& chain, int64_t in_h, int6
       rescaled = true;
     } else if (name == "resize") {
       const auto& size = P(p, "size").AsIntList();
-      auto [h, w] = size.size() == 1 ? ShorterSideSize(ys.n, xs.n, size[0], FindParam(p, "max_size"))
-                                     : std::pair{size[0], size[1]};
+      auto [h, w] = size.size() == 1
+                        ? ref::ShorterSideSize(ys.n, xs.n, size[0], FindParam(p, "max_size"))
+                        : std::pair{size[0], size[1]};
       const ref::Filter f = ref::ParseFilter(P(p, "interpolation").AsString());
       const bool aa = P(p, "antialias").AsBool();
       args.y.taps = TapBound(ys.n, h, f, aa);
@@ -234,9 +223,9 @@ Result<SampleArgs> ComputeSampleArgs(const FusedChain& chain, int64_t in_h, int6
   const TensorType& out = chain.output;
   if (ys.n != out.dims[out.height_axis()] || xs.n != out.dims[out.width_axis()]) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "a " + std::to_string(in_h) + "x" + std::to_string(in_w) +
-                         " image gives " + std::to_string(ys.n) + "x" + std::to_string(xs.n) +
-                         " through chain `" + chain.symbol + "`, not its output " + out.ToString());
+                     "a " + std::to_string(in_h) + "x" + std::to_string(in_w) + " image gives " +
+                         std::to_string(ys.n) + "x" + std::to_string(xs.n) + " through chain `" +
+                         chain.symbol + "`, not its output " + out.ToString());
   }
   Finish(ys, args.y);
   Finish(xs, args.x);

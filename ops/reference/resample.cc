@@ -23,6 +23,19 @@ double Box(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
 
 }  // namespace
 
+std::pair<int64_t, int64_t> ShorterSideSize(int64_t h, int64_t w, int64_t size,
+                                            const ParamValue* max_size) {
+  const bool w_short = w <= h;
+  const int64_t shorter = w_short ? w : h, longer = w_short ? h : w;
+  int64_t new_short = size;
+  int64_t new_long = static_cast<int64_t>(static_cast<double>(size) * longer / shorter);
+  if (max_size && new_long > max_size->AsInt()) {
+    new_short = static_cast<int64_t>(static_cast<double>(max_size->AsInt()) * new_short / new_long);
+    new_long = max_size->AsInt();
+  }
+  return w_short ? std::pair{new_long, new_short} : std::pair{new_short, new_long};
+}
+
 Filter ParseFilter(std::string_view name) {
   if (name == "bicubic") return Filter::kBicubic;
   if (name == "area") return Filter::kArea;

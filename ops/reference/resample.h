@@ -19,8 +19,10 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "ops/param.h"
 #include "ops/random.h"
 #include "ops/reference/ref_tensor.h"
 
@@ -36,6 +38,13 @@ struct Taps {
   std::vector<double> weights;
 };
 std::vector<Taps> ResampleTaps(int64_t in_size, int64_t out_size, Filter filter, bool antialias);
+
+// The output size (height, width) of a resize to shorter side `size`, as
+// torchvision's _compute_resized_output_size: the longer side is scaled by
+// size / shorter and truncated; with `max_size` (may be null) the longer side
+// is capped at it and the shorter one scaled down to match.
+std::pair<int64_t, int64_t> ShorterSideSize(int64_t height, int64_t width, int64_t size,
+                                            const ParamValue* max_size);
 
 // Resizes an HWC image to out_h x out_w; dtype and channels are kept.
 RefTensor ResizeHWC(const RefTensor& in, int64_t out_h, int64_t out_w, Filter filter,

@@ -130,13 +130,4 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& 
   return src;
 }
 
-Result<size_t> FileListSource::Read(size_t i, std::vector<uint8_t>& buffer) const {
-  if (i >= paths_.size()) {
-    return MakeError(ErrorCode::kInvalidArgument, "sample index " + std::to_string(i) +
-                                                      " out of range (size " +
-                                                      std::to_string(paths_.size()) + ")");
-  }
-  return ReadWholeFile(paths_[i], buffer);
-}
-
 }  // namespace sluice::runtime

@@ -27,7 +27,6 @@ class ImageFolderSource final : public Source {
   const std::string& path(size_t i) const override { return paths_[i]; }
   int64_t label(size_t i) const override { return labels_[i]; }
   const std::vector<std::string>& class_names() const override { return classes_; }
-  Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const override;
 
  private:
   ImageFolderSource() = default;

@@ -35,7 +35,9 @@ class Source {
   // Reads sample i's whole file into `buffer` (grown only when too small, never
   // shrunk) and returns its byte count n; buffer[0, n) is the payload.
   // Errors: kNotFound / kIo naming the path; kInvalidArgument for i >= size().
-  virtual Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const = 0;
+  // The default reads the local file path(i) with pread (ReadWholeFile);
+  // sources that do not live in local files override it.
+  virtual Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const;
 };
 
 struct SourceOptions {
