@@ -13,8 +13,8 @@
 // composition pass): resample-class ops (crop, center_crop, pad, random_flip,
 // resize, random_resized_crop) first, with at most one that rescales (resize or
 // random_resized_crop), then pointwise-class ops (color_jitter, grayscale,
-// normalize, layout, cast). Other orders run on the reference implementations
-// and report.txt says why.
+// normalize, layout, cast). Other orders are not fused; report.txt says why,
+// and the runtime cannot run such a plan yet (Loader::Create says so).
 #pragma once
 
 #include <string>
