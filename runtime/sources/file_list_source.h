@@ -9,7 +9,7 @@
 
 namespace sluice::runtime {
 
-class FileListSource final : public Source {
+class FileListSource final : public LocalFileSource {
  public:
   // Parses the list at `list_path`. The first line is a header naming the
   // columns; the delimiter is a tab if the header contains one, else a comma.
@@ -25,17 +25,8 @@ class FileListSource final : public Source {
   static Result<std::unique_ptr<FileListSource>> Open(const std::string& list_path,
                                                       const SourceOptions& options = {});
 
-  size_t size() const override { return paths_.size(); }
-  const std::string& path(size_t i) const override { return paths_[i]; }
-  int64_t label(size_t i) const override { return labels_[i]; }
-  const std::vector<std::string>& class_names() const override { return classes_; }
-
  private:
   FileListSource() = default;
-
-  std::vector<std::string> classes_;  // always empty
-  std::vector<std::string> paths_;
-  std::vector<int64_t> labels_;
 };
 
 // Splits one delimited line into fields (exposed for tests). Returns false on

@@ -91,7 +91,7 @@ Result<std::unique_ptr<ImageFolderSource>> ImageFolderSource::Open(const std::st
     for (const auto& [dir, name] : files) {
       fs::path p = dir.empty() ? class_dir / name : class_dir / dir / name;
       src->paths_.push_back(p.string());
-      src->labels_.push_back(static_cast<int32_t>(c));
+      src->labels_.push_back(static_cast<int64_t>(c));
     }
   }
   if (src->paths_.empty()) {

@@ -9,7 +9,7 @@
 
 namespace sluice::runtime {
 
-class ImageFolderSource final : public Source {
+class ImageFolderSource final : public LocalFileSource {
  public:
   // Lists `root`: each non-hidden subdirectory is a class; classes sorted by
   // name (byte order) get labels 0..K-1. Inside a class, regular files (or
@@ -23,17 +23,8 @@ class ImageFolderSource final : public Source {
   static Result<std::unique_ptr<ImageFolderSource>> Open(const std::string& root,
                                                          const SourceOptions& options = {});
 
-  size_t size() const override { return paths_.size(); }
-  const std::string& path(size_t i) const override { return paths_[i]; }
-  int64_t label(size_t i) const override { return labels_[i]; }
-  const std::vector<std::string>& class_names() const override { return classes_; }
-
  private:
   ImageFolderSource() = default;
-
-  std::vector<std::string> classes_;
-  std::vector<std::string> paths_;
-  std::vector<int32_t> labels_;
 };
 
 }  // namespace sluice::runtime

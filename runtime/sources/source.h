@@ -40,6 +40,21 @@ class Source {
   virtual Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const;
 };
 
+// A source whose samples are local files listed when it is opened: it holds
+// the (path, label) table and the class names; subclasses fill them in Open.
+class LocalFileSource : public Source {
+ public:
+  size_t size() const override { return paths_.size(); }
+  const std::string& path(size_t i) const override { return paths_[i]; }
+  int64_t label(size_t i) const override { return labels_[i]; }
+  const std::vector<std::string>& class_names() const override { return classes_; }
+
+ protected:
+  std::vector<std::string> classes_;  // may stay empty (file_list)
+  std::vector<std::string> paths_;
+  std::vector<int64_t> labels_;  // parallel to paths_
+};
+
 struct SourceOptions {
   // file_list: names of the header columns holding the path and the label.
   std::string path_column = "path";
