@@ -152,6 +152,16 @@ Result<SampleArgs> ComputeSampleArgs(const FusedChain& chain, int64_t in_h, int6
   SampleArgs args;
   AxisState ys{in_h, 1, 0, 0, in_h}, xs{in_w, 1, 0, 0, in_w};
   bool rescaled = false;
+  // The one rescaling op (resize or random_resized_crop) to h x w.
+  auto rescale = [&](const ParamList& p, int64_t h, int64_t w) {
+    const ref::Filter f = ref::ParseFilter(P(p, "interpolation").AsString());
+    const bool aa = P(p, "antialias").AsBool();
+    args.y.taps = TapBound(ys.n, h, f, aa);
+    args.x.taps = TapBound(xs.n, w, f, aa);
+    Rescale(ys, in_h, h, args.y);
+    Rescale(xs, in_w, w, args.x);
+    rescaled = true;
+  };
   for (const ChainStep& step : chain.steps) {
     const std::string& name = step.op->name;
     const ParamList& p = step.params;
@@ -186,25 +196,13 @@ Result<SampleArgs> ComputeSampleArgs(const FusedChain& chain, int64_t in_h, int6
       Crop(ys, box.top, box.height);
       Crop(xs, box.left, box.width);
       auto [h, w] = SizeHW(P(p, "size").AsIntList());
-      const ref::Filter f = ref::ParseFilter(P(p, "interpolation").AsString());
-      const bool aa = P(p, "antialias").AsBool();
-      args.y.taps = TapBound(ys.n, h, f, aa);
-      args.x.taps = TapBound(xs.n, w, f, aa);
-      Rescale(ys, in_h, h, args.y);
-      Rescale(xs, in_w, w, args.x);
-      rescaled = true;
+      rescale(p, h, w);
     } else if (name == "resize") {
       const auto& size = P(p, "size").AsIntList();
       auto [h, w] = size.size() == 1
                         ? ref::ShorterSideSize(ys.n, xs.n, size[0], FindParam(p, "max_size"))
                         : std::pair{size[0], size[1]};
-      const ref::Filter f = ref::ParseFilter(P(p, "interpolation").AsString());
-      const bool aa = P(p, "antialias").AsBool();
-      args.y.taps = TapBound(ys.n, h, f, aa);
-      args.x.taps = TapBound(xs.n, w, f, aa);
-      Rescale(ys, in_h, h, args.y);
-      Rescale(xs, in_w, w, args.x);
-      rescaled = true;
+      rescale(p, h, w);
     } else if (name == "color_jitter") {
       SampleRng rng(seed, epoch, sample, static_cast<uint32_t>(step.op_id));
       float* factors[3] = {&args.brightness, &args.contrast, &args.saturation};
