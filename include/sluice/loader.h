@@ -67,8 +67,9 @@ struct LoaderOptions {
   uint64_t epoch = 0;             // first epoch
   std::optional<uint64_t> seed;   // overrides sampling.seed
   // Knob overrides; -1 = the plan's value, where "auto" means: threads =
-  // cpu_budget or the hardware concurrency; in_flight = 2 * threads;
-  // prefetch = 2.
+  // cpu_budget or the hardware concurrency; in_flight = threads (each worker
+  // holds one sample, so an in_flight above threads changes nothing and one
+  // below it leaves workers idle); prefetch = 2.
   int threads = -1;
   int prefetch = -1;
   int in_flight = -1;
@@ -112,7 +113,7 @@ struct LoaderStats {
   std::vector<BadSample> last_bad;   // the most recent few (at most 8)
   // Per-stage busy time summed over workers, seconds.
   double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
-  int threads = 0, in_flight = 0, pool_buffers = 0;
+  int threads = 0, in_flight = 0, pool_buffers = 0;  // in_flight: samples alive at once
   int64_t batch_bytes = 0;           // one batch buffer
 };
 

@@ -173,7 +173,7 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   if (threads <= 0) threads = IntOr(out, "cpu_budget", -1);
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   int64_t in_flight = options.in_flight > 0 ? options.in_flight : IntOr(out, "in_flight", -1);
-  if (in_flight <= 0) in_flight = 2 * threads;
+  if (in_flight <= 0) in_flight = threads;  // one sample per worker
   int64_t prefetch = options.prefetch > 0 ? options.prefetch : IntOr(out, "prefetch", -1);
   if (prefetch <= 0) prefetch = 2;
   if (options.threads == 0 || options.prefetch == 0 || options.in_flight == 0) {
