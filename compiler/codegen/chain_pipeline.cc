@@ -188,7 +188,9 @@ const ParamValue& P(const ParamList& p, const std::string& name) { return p.at(n
 
 }  // namespace
 
-Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu) {
+Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
+                                         const Halide::Target& target) {
+  (void)target;
   SLUICE_RETURN_IF_ERROR(CheckFusable(chain));
   const int in_c = static_cast<int>(chain.input.dims[2]);
   const TensorType& ot = chain.output;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 #include "compiler/codegen/chain_pipeline.h"
 #include "ops/fusion/kernel_abi.h"
@@ -121,24 +122,31 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
   std::vector<std::string> archives;
   for (const FusedChain& chain : chains) {
     KernelArtifact::Kernel k{chain.symbol, ""};
-    auto cpu = codegen_internal::BuildChainPipeline(chain, /*gpu=*/false);
-    if (!cpu) return std::unexpected(cpu.error());
+    // Fail early (with a clear error) before Halide starts compiling.
+    if (auto probe = codegen_internal::BuildChainPipeline(chain, /*gpu=*/false, targets.back());
+        !probe) {
+      return std::unexpected(probe.error());
+    }
     const std::string prefix = (work / chain.symbol).string();
     SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + chain.symbol + "` for the CPU", [&] {
       // compile_multitarget with the symbol given explicitly: the Func's own
       // name is uniquified per process by Halide (a second plan compiled in
       // the same process, e.g. from Python, would export sluice_chain_0_1).
+      // The pipeline is built once per target so its schedule can use what
+      // that target has.
       Halide::compile_multitarget(
           chain.symbol,
           {{Halide::OutputFileType::c_header, prefix + ".h"},
            {Halide::OutputFileType::static_library, prefix + ".a"}},
           targets, {}, [&](const std::string& fn, const Halide::Target& t) {
+            auto cpu = codegen_internal::BuildChainPipeline(chain, /*gpu=*/false, t);
+            if (!cpu) throw std::runtime_error(cpu.error().message);
             return cpu->pipeline.compile_to_module(cpu->args, fn, t);
           });
     }));
     archives.push_back(prefix + ".a");
     if (cuda) {
-      auto gpu = codegen_internal::BuildChainPipeline(chain, /*gpu=*/true);
+      auto gpu = codegen_internal::BuildChainPipeline(chain, /*gpu=*/true, cuda_target);
       if (!gpu) return std::unexpected(gpu.error());
       k.cuda_symbol = chain.symbol + kCudaSuffix;
       const std::string gprefix = (work / k.cuda_symbol).string();

@@ -41,6 +41,12 @@ struct KernelArtifact {
   struct Kernel {
     std::string symbol;       // CPU multitarget entry
     std::string cuda_symbol;  // empty without CUDA
+    // Only for a chain with gpu_from >= 0 and CUDA built (see FusedChain):
+    // the CPU kernel of steps [0, gpu_from) (same ABI, writes the uint8 HWC
+    // staging image) and the batch-wide CUDA kernel of steps [gpu_from, end)
+    // (ABI: ops/fusion/kernel_abi.h, GpuBatchKernelFn). Empty otherwise.
+    std::string cpu_part_symbol;
+    std::string gpu_batch_symbol;
   };
   std::vector<Kernel> kernels;            // one per chain, same order
   std::vector<std::string> arg_names;     // the scalar argument layout (kernel_abi.h)

@@ -23,6 +23,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,26 @@ using PlanVars = std::map<std::string, std::string>;
 Result<std::string> BindVariables(const std::string& text, const PlanVars& vars,
                                   const std::string& what);
 
+// Knobs `sluice tune` measured and wrote into plan.json's "tuned" object.
+// -1 = not tuned. The loader uses a tuned value for a knob the spec left
+// `auto` (LoaderOptions and explicit spec values win over it).
+struct TunedKnobs {
+  int threads = -1;
+  int in_flight = -1;
+  int prefetch = -1;
+  int cpu_budget = -1;  // the budget the knobs were tuned within
+  double images_per_second = 0;  // measured with these knobs when tuned
+};
+
+// A fusion group whose tail runs batch-wide on the GPU (FusedChain::gpu_from).
+// Present only when placement split the group and CUDA kernels were built.
+struct GpuStage {
+  int gpu_from = -1;             // steps [gpu_from, end) run on the GPU
+  std::string cpu_part_symbol;   // CPU kernel of steps [0, gpu_from): writes `staging`
+  std::string gpu_batch_symbol;  // batch-wide CUDA kernel of the rest
+  TensorType staging;            // static uint8 HWC: what crosses the bus per sample
+};
+
 class Plan {
  public:
   static Result<Plan> Load(const std::string& path, const PlanVars& vars = {});
@@ -66,6 +87,11 @@ class Plan {
   const std::vector<std::string>& chain_fields() const { return chain_fields_; }
   const std::vector<std::string>& cpu_targets() const { return cpu_targets_; }
   const std::string& cuda_target() const { return cuda_target_; }  // "" when not built
+  // Parallel to chains(): the GPU tail of each chain, or nullopt (CPU only).
+  const std::vector<std::optional<GpuStage>>& gpu_stages() const { return gpu_stages_; }
+  // plan.json "placement.device": "cpu" or "cuda:N", what placement decided.
+  const std::string& placement_device() const { return placement_device_; }
+  const TunedKnobs& tuned() const { return tuned_; }
   const runtime::KernelLibrary& kernels() const { return *kernels_; }
   // The CPU kernel of chains()[i] (looked up and checked at load time).
   const runtime::Kernel& cpu_kernel(size_t i) const { return *cpu_kernels_[i]; }
@@ -77,6 +103,9 @@ class Plan {
   std::vector<std::string> chain_fields_;
   std::vector<std::string> cpu_targets_;
   std::string cuda_target_;
+  std::vector<std::optional<GpuStage>> gpu_stages_;
+  std::string placement_device_ = "cpu";
+  TunedKnobs tuned_;
   std::shared_ptr<const runtime::KernelLibrary> kernels_;
   std::vector<std::shared_ptr<const runtime::Kernel>> cpu_kernels_;
 };

@@ -37,6 +37,14 @@ struct FusedChain {
   TensorType input;              // uint8[?,?,C] HWC: the decoded image
   TensorType output;             // static: e.g. float16[3,224,224] CHW
   std::vector<ChainStep> steps;  // resample ops, then pointwise ops, in spec order
+  // GPU split chosen by placement (compiler/passes/placement.cc): steps
+  // [0, gpu_from) run per sample on the CPU and write a static uint8 HWC image
+  // (the "staging" tensor) into a pinned batch buffer; steps [gpu_from, end) —
+  // deterministic pointwise ops only (grayscale, normalize, layout, cast; never
+  // an op with random draws) — run batch-wide on the GPU in one launch.
+  // -1: the whole chain runs per sample on the CPU (symbol). A chain with a
+  // split still has its whole-chain CPU kernel, the fallback without a GPU.
+  int gpu_from = -1;
 };
 
 }  // namespace sluice

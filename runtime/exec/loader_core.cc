@@ -169,12 +169,18 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   core->relaxed_ = options.relaxed_ordering.value_or(StringOr(out, "ordering", "strict") ==
                                                      "relaxed");
   core->dct_scaling_ = options.dct_scaling;
+  // Each knob: LoaderOptions, else the spec's explicit value, else what
+  // `sluice tune` wrote into the plan, else the auto rule (loader.h).
+  const TunedKnobs& tuned = plan.tuned();
   int64_t threads = options.threads > 0 ? options.threads : IntOr(out, "threads", -1);
+  if (threads <= 0) threads = tuned.threads;
   if (threads <= 0) threads = IntOr(out, "cpu_budget", -1);
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   int64_t in_flight = options.in_flight > 0 ? options.in_flight : IntOr(out, "in_flight", -1);
+  if (in_flight <= 0) in_flight = tuned.in_flight;
   if (in_flight <= 0) in_flight = threads;  // one sample per worker
   int64_t prefetch = options.prefetch > 0 ? options.prefetch : IntOr(out, "prefetch", -1);
+  if (prefetch <= 0) prefetch = tuned.prefetch;
   if (prefetch <= 0) prefetch = 2;
   if (options.threads == 0 || options.prefetch == 0 || options.in_flight == 0) {
     return MakeError(ErrorCode::kInvalidArgument,

@@ -198,7 +198,28 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
       chain.steps.push_back(ChainStep{op, std::move(*params), s["op_id"].get<int>()});
     }
     plan.chains_.push_back(std::move(chain));
+    plan.gpu_stages_.push_back(std::nullopt);
     plan.chain_fields_.push_back(g.value("batch_field", std::string()));
+  }
+
+  if (j.contains("placement") && j["placement"].is_object() &&
+      j["placement"].value("device", json()).is_string()) {
+    plan.placement_device_ = j["placement"]["device"].get<std::string>();
+  }
+
+  // Knobs written by `sluice tune` (optional; absent in a freshly compiled plan).
+  if (j.contains("tuned") && j["tuned"].is_object()) {
+    const json& t = j["tuned"];
+    auto knob = [&](const char* name) {
+      return t.contains(name) && t[name].is_number_integer() ? t[name].get<int>() : -1;
+    };
+    plan.tuned_.threads = knob("threads");
+    plan.tuned_.in_flight = knob("in_flight");
+    plan.tuned_.prefetch = knob("prefetch");
+    plan.tuned_.cpu_budget = knob("cpu_budget");
+    if (t.contains("images_per_second") && t["images_per_second"].is_number()) {
+      plan.tuned_.images_per_second = t["images_per_second"].get<double>();
+    }
   }
 
   // kernels.so: present, unchanged, loadable, with a target this CPU runs.
