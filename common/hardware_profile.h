@@ -22,6 +22,9 @@
 //     path: "/data/imagenet"
 //     read_mbps: 850.0                 # sequential whole-file reads, MB/s (1e6 bytes)
 //     latency_s: 0.00008               # open + first byte of a small file
+//     mean_file_bytes: 110000          # the dataset's JPEGs, sampled (when path is a dataset)
+//     mean_width: 500                  # mean decoded width / height of those JPEGs
+//     mean_height: 375
 //   gpu:                               # absent (or null) without a CUDA device
 //     name: "NVIDIA H100 80GB HBM3"
 //     device: 0
@@ -62,6 +65,11 @@ struct HardwareProfile {
     std::string path;
     double read_mbps = 0;
     double latency_s = 0;
+    // Sampled from the JPEGs under `path` (0 when it holds none): the cost
+    // model's per-sample sizes. Without them it assumes ImageNet's
+    // 500x375, 110 kB.
+    double mean_file_bytes = 0;
+    double mean_width = 0, mean_height = 0;
   };
   std::optional<Storage> storage;
 
