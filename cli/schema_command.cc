@@ -1,4 +1,4 @@
-// `sluice schema [-o FILE]` and `sluice ops [--markdown] [--splice FILE]`:
+// `sluice schema [--hardware] [-o FILE]` and `sluice ops [--markdown] [--splice FILE]`:
 // the generated JSON Schema and op reference.
 #include <fstream>
 #include <iostream>
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "common/hardware_profile.h"
 #include "compiler/schema/op_reference.h"
 #include "compiler/schema/pipeline_schema.h"
 #include "ops/registry.h"
@@ -28,10 +29,15 @@ bool WriteFile(const std::string& path, const std::string& text) {
 
 int Schema(const Args& args) {
   std::string path, error;
+  bool hardware = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
       std::cout << UsageText();
       return 0;
+    }
+    if (args[i] == "--hardware") {
+      hardware = true;
+      continue;
     }
     if (TakeValue(args, i, "-o", path, error) || TakeValue(args, i, "--output", path, error)) {
       if (!error.empty()) return UsageError(error);
@@ -39,7 +45,7 @@ int Schema(const Args& args) {
     }
     return UsageError("unexpected argument `" + args[i] + "` for schema");
   }
-  std::string text = PipelineSchemaText();
+  std::string text = hardware ? HardwareProfileSchema() : PipelineSchemaText();
   if (path.empty() || path == "-") {
     std::cout << text;
     return 0;
