@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "compiler/codegen/chain_pipeline.h"
+#include "compiler/codegen/gpu_batch_pipeline.h"
 #include "ops/fusion/kernel_abi.h"
 #include "ops/fusion/sample_args.h"
 
@@ -54,6 +55,72 @@ Status CatchHalide(const std::string& what, F&& f) {
   return Ok();
 }
 
+// Compiled into kernels.so when it has CUDA kernels: strong definitions of the
+// Halide runtime's weak CUDA context/stream hooks (they win over the runtime's
+// at link time), so every launch runs in the context and on the stream the
+// Sluice runtime set through sluice_cuda_set_context (kernel_abi.h). Without
+// that call: device 0's primary context (retained once, never released:
+// it lives as long as the process) and the default stream.
+constexpr const char* kCudaShimSource = R"shim(
+#include <dlfcn.h>
+#include <atomic>
+
+namespace {
+std::atomic<void*> g_ctx{nullptr};
+std::atomic<void*> g_stream{nullptr};
+
+void* PrimaryContext() {
+  static void* const ctx = []() -> void* {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return nullptr;
+    using InitFn = int (*)(unsigned);
+    using GetFn = int (*)(int*, int);
+    using RetainFn = int (*)(void**, int);
+    auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+    auto get = reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet"));
+    auto retain = reinterpret_cast<RetainFn>(dlsym(lib, "cuDevicePrimaryCtxRetain"));
+    int dev = 0;
+    void* c = nullptr;
+    if (!init || !get || !retain || init(0) != 0 || get(&dev, 0) != 0 || retain(&c, dev) != 0) {
+      return nullptr;
+    }
+    return c;
+  }();
+  return ctx;
+}
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default"))) void sluice_cuda_set_context(void* ctx, void* stream) {
+  g_stream.store(stream, std::memory_order_release);
+  g_ctx.store(ctx, std::memory_order_release);
+}
+
+__attribute__((visibility("default"))) int halide_cuda_acquire_context(void* user_context,
+                                                                       void** ctx, bool create) {
+  void* c = g_ctx.load(std::memory_order_acquire);
+  if (c == nullptr && create) {
+    c = PrimaryContext();
+    if (c == nullptr) return -1;  // CUDA_ERROR_*: no driver or no device
+  }
+  *ctx = c;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int halide_cuda_release_context(void* user_context) {
+  return 0;
+}
+
+__attribute__((visibility("default"))) int halide_cuda_get_stream(void* user_context, void* ctx,
+                                                                  void** stream) {
+  *stream = g_ctx.load(std::memory_order_acquire) == ctx
+                ? g_stream.load(std::memory_order_acquire)
+                : nullptr;
+  return 0;
+}
+}  // extern "C"
+)shim";
+
 }  // namespace
 
 bool HalideHasCuda() {
@@ -85,6 +152,7 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
                        "kernel symbol `" + chain.symbol + "` is not a unique C identifier");
     }
     SLUICE_RETURN_IF_ERROR(CheckFusable(chain));
+    if (chain.gpu_from >= 0) SLUICE_RETURN_IF_ERROR(CheckGpuSplit(chain));
   }
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -121,7 +189,7 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
 
   std::vector<std::string> archives;
   for (const FusedChain& chain : chains) {
-    KernelArtifact::Kernel k{chain.symbol, ""};
+    KernelArtifact::Kernel k{chain.symbol, "", "", "", {}};
     // Fail early (with a clear error) before Halide starts compiling.
     if (auto probe = codegen_internal::BuildChainPipeline(chain, /*gpu=*/false, targets.back());
         !probe) {
@@ -155,6 +223,36 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
       }));
       archives.push_back(gprefix + ".a");
     }
+    if (cuda && chain.gpu_from >= 0) {
+      // Split group: the CPU part (multitarget, like the whole chain) and the
+      // batch-wide CUDA tail.
+      auto part = CpuPartChain(chain);
+      if (!part) return std::unexpected(part.error());
+      auto batch = codegen_internal::BuildGpuBatchPipeline(chain, cuda_target);
+      if (!batch) return std::unexpected(batch.error());
+      const std::string pprefix = (work / part->symbol).string();
+      SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + part->symbol + "` for the CPU", [&] {
+        Halide::compile_multitarget(
+            part->symbol,
+            {{Halide::OutputFileType::c_header, pprefix + ".h"},
+             {Halide::OutputFileType::static_library, pprefix + ".a"}},
+            targets, {}, [&](const std::string& fn, const Halide::Target& t) {
+              auto cpu = codegen_internal::BuildChainPipeline(*part, /*gpu=*/false, t);
+              if (!cpu) throw std::runtime_error(cpu.error().message);
+              return cpu->pipeline.compile_to_module(cpu->args, fn, t);
+            });
+      }));
+      archives.push_back(pprefix + ".a");
+      const std::string bsym = chain.symbol + kGpuBatchSuffix;
+      const std::string bprefix = (work / bsym).string();
+      SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + bsym + "` for CUDA", [&] {
+        batch->pipeline.compile_to_static_library(bprefix, batch->args, bsym, cuda_target);
+      }));
+      archives.push_back(bprefix + ".a");
+      k.cpu_part_symbol = part->symbol;
+      k.gpu_batch_symbol = bsym;
+      k.staging = part->output;
+    }
     art.kernels.push_back(std::move(k));
   }
   if (cuda) art.cuda_target = options.cuda_target;
@@ -167,11 +265,29 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
     Halide::compile_standalone_runtime(runtime_obj, rt);
   }));
 
+  std::string shim_obj;
+  if (cuda) {
+    const std::string shim_src = (work / "sluice_cuda_shim.cc").string();
+    shim_obj = (work / "sluice_cuda_shim.o").string();
+    FILE* f = std::fopen(shim_src.c_str(), "w");
+    if (f == nullptr) return MakeError(ErrorCode::kIo, "cannot write " + shim_src);
+    const bool wrote = std::fputs(kCudaShimSource, f) >= 0;
+    if (std::fclose(f) != 0 || !wrote) return MakeError(ErrorCode::kIo, "cannot write " + shim_src);
+    const std::string cc = Quote(options.cxx) + " -std=c++17 -O2 -fPIC -c -o " + Quote(shim_obj) +
+                           " " + Quote(shim_src);
+    auto [src, sout] = RunCommand(cc);
+    if (src != 0) {
+      return MakeError(ErrorCode::kInternal, "compiling the CUDA shim failed: " + cc + "\n" + sout);
+    }
+  }
+
   const std::string lib = (dir / "kernels.so").string();
   const std::string tmp_lib = lib + ".tmp";
   std::string cmd = Quote(options.cxx) + " -shared -o " + Quote(tmp_lib) + " -Wl,--whole-archive";
   for (const std::string& a : archives) cmd += " " + Quote(a);
-  cmd += " -Wl,--no-whole-archive " + Quote(runtime_obj) + " -ldl -lpthread";
+  cmd += " -Wl,--no-whole-archive " + Quote(runtime_obj);
+  if (!shim_obj.empty()) cmd += " " + Quote(shim_obj);
+  cmd += " -ldl -lpthread";
   auto [rc, output] = RunCommand(cmd);
   if (rc != 0) {
     return MakeError(ErrorCode::kInternal, "linking kernels.so failed: " + cmd + "\n" + output);

@@ -47,10 +47,17 @@ struct KernelArtifact {
     // (ABI: ops/fusion/kernel_abi.h, GpuBatchKernelFn). Empty otherwise.
     std::string cpu_part_symbol;
     std::string gpu_batch_symbol;
+    TensorType staging;  // uint8 HWC staging image; meaningful only with gpu_batch_symbol
   };
   std::vector<Kernel> kernels;            // one per chain, same order
   std::vector<std::string> arg_names;     // the scalar argument layout (kernel_abi.h)
 };
+
+// With CUDA built, kernels.so also contains a small shim (sluice_cuda_set_context,
+// kernel_abi.h) that overrides the Halide runtime's CUDA context and stream
+// hooks. A chain with gpu_from >= 0 is checked by CheckGpuSplit
+// (gpu_batch_pipeline.h): kUnsupported when the split is not a pointwise tail.
+// Without CUDA the split is ignored (the whole-chain kernels still serve).
 
 // Whether this Halide build can generate CUDA (PTX) code.
 bool HalideHasCuda();

@@ -24,6 +24,14 @@
 namespace sluice {
 
 inline constexpr const char* kCudaSuffix = "_cuda";
+// A chain split by placement (FusedChain::gpu_from >= 0) also has:
+//   SYMBOL + kCpuPartSuffix: the CPU kernel of steps [0, gpu_from), exactly the
+//     FusedKernelFn ABI above, writing the static uint8 HWC "staging" image
+//     (dims (c, x, y), dense) from the same per-sample arguments as the whole
+//     chain (ComputeSampleArgs of the whole chain);
+//   SYMBOL + kGpuBatchSuffix: a GpuBatchKernelFn (below).
+inline constexpr const char* kCpuPartSuffix = "_cpu_part";
+inline constexpr const char* kGpuBatchSuffix = "_gpu_batch";
 inline constexpr int kKernelIntArgs = 20;   // 10 per axis, y then x
 inline constexpr int kKernelFloatArgs = 4;  // fill, brightness, contrast, saturation
 
@@ -33,6 +41,29 @@ using FusedKernelFn = int (*)(halide_buffer_t*,                                 
                               int32_t, int32_t, int32_t, int32_t, int32_t,       // x
                               int32_t, int32_t, int32_t, int32_t, int32_t,       //
                               float, float, float, float, halide_buffer_t*);
+
+// The batch-wide CUDA kernel of steps [gpu_from, end) (deterministic pointwise
+// ops only, so no per-sample arguments):
+//   int SYMBOL_gpu_batch(halide_buffer_t* in,    // uint8, dims (c, x, y, n): n staging
+//                                                //   images, dense, in device memory
+//                        halide_buffer_t* out);  // the chain's output dims plus an
+//                                                //   outermost n, dense, device memory
+// Both buffers normally carry only a device allocation (halide_cuda_wrap_device_ptr
+// or buffer.device + halide_cuda_device_interface()); the launch is enqueued on
+// the stream the kernel library's shim returns (sluice_cuda_set_context, below)
+// and the call returns without waiting for it. 0 = success, else a Halide error.
+using GpuBatchKernelFn = int (*)(halide_buffer_t*, halide_buffer_t*);
+
+// Exported by a kernels.so built with CUDA kernels (a shim compiled into it that
+// overrides the Halide runtime's weak halide_cuda_acquire_context /
+// halide_cuda_release_context / halide_cuda_get_stream): every CUDA kernel of
+// the library then runs in `ctx` (a CUcontext, normally the device's primary
+// context, shared with PyTorch) on `stream` (a CUstream; nullptr = the legacy
+// default stream). Until it is called, the shim retains device 0's primary
+// context itself and uses the default stream. Thread-safe (atomics); set it
+// before launching, not while kernels of the library are being called.
+using SetCudaContextFn = void (*)(void* ctx, void* stream);
+inline constexpr const char* kSetCudaContextSymbol = "sluice_cuda_set_context";
 
 // Names of the scalar arguments in order, for plan.json's argument layout.
 inline constexpr const char* kKernelArgNames[] = {
