@@ -26,6 +26,9 @@ namespace runtime {
 class LoaderCore;
 }
 
+// Where a view's memory is (DLPack's kDLCPU / kDLCUDA).
+enum class DeviceType { kCPU = 1, kCUDA = 2 };
+
 // A dense view of one field: element (i0, i1, ...) is at
 // data + sum(i_k * strides[k]) elements (strides in elements, not bytes).
 struct TensorView {
@@ -33,8 +36,10 @@ struct TensorView {
   DType dtype = DType::kUInt8;  // element type
   std::vector<int64_t> shape;   // batch size first: e.g. [256, 3, 224, 224]
   std::vector<int64_t> strides; // elements; row-major dense
-  void* data = nullptr;
+  void* data = nullptr;         // host pointer, or a CUdeviceptr for kCUDA
   size_t bytes = 0;             // whole field
+  DeviceType device_type = DeviceType::kCPU;
+  int device_id = 0;            // the CUDA ordinal for kCUDA
 
   int64_t num_elements() const {
     int64_t n = 1;
@@ -67,6 +72,14 @@ class Batch {
   uint64_t index() const { return index_; }      // batch number within its epoch
   // Dataset indices of the samples in the slots (after skip/replace substitution).
   const std::vector<uint64_t>& sample_indices() const { return samples_; }
+  // GPU path only (fields with DeviceType::kCUDA): the CUevent recorded after
+  // the batch's device work on the loader's stream, else nullptr. With
+  // LoaderOptions::wait_for_device (the default) it has completed when Next()
+  // returns; otherwise make the consumer's stream wait on it
+  // (cuStreamWaitEvent / torch.cuda.Stream.wait_event) before reading. The
+  // device memory is reused once the Batch is destroyed: keep the Batch alive
+  // until the device work that reads it has completed.
+  void* cuda_event() const { return cuda_event_; }
 
  private:
   friend class runtime::LoaderCore;
@@ -79,6 +92,7 @@ class Batch {
   int64_t size_ = 0;
   uint64_t epoch_ = 0;
   uint64_t index_ = 0;
+  void* cuda_event_ = nullptr;
 };
 
 }  // namespace sluice

@@ -81,6 +81,15 @@ struct LoaderOptions {
   // deviation). Off by default; region-of-interest decode at full scale is
   // always on and bit-identical.
   bool dct_scaling = false;
+  // Where the plan's GPU stages run (docs/gpu.md): nullopt = the plan's
+  // output.device ("auto": the GPU when the plan has a GPU stage and a device
+  // is usable, else the CPU with a warning); "cpu" forces the whole-chain CPU
+  // kernels; "cuda" / "cuda:N" forces the GPU (Create fails with kUnsupported
+  // when it is not usable).
+  std::optional<std::string> device;
+  // GPU path: Next() waits (host sync) until the batch's device work is done.
+  // false: Next() returns once it is enqueued; wait on Batch::cuda_event().
+  bool wait_for_device = true;
 };
 
 // Where a loader is: the next batch it yields is batch position / batch_size
@@ -115,13 +124,20 @@ struct LoaderStats {
   double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
   int threads = 0, in_flight = 0, pool_buffers = 0;  // in_flight: samples alive at once
   int64_t batch_bytes = 0;           // one batch buffer
+  // Where the fused GPU stages run: "cpu" or "cuda:N".
+  std::string device = "cpu";
+  // Conditions the loader worked around (e.g. a plan with GPU stages on a
+  // machine without a CUDA device: the CPU path is used). Also printed once
+  // to stderr.
+  std::vector<std::string> warnings;
 };
 
 class Loader {
  public:
   // Opens the plan's source, builds the sampler and allocates the pools.
   // Errors: kInvalidArgument (bad options, a batch field no chain or label
-  // writes), kUnsupported (a plan without a fused CPU kernel per image field),
+  // writes), kUnsupported (a plan without a fused CPU kernel per image field;
+  // a forced `cuda` device that is not usable: no driver, no such device),
   // and the source's errors (kNotFound for a missing dataset directory).
   static Result<Loader> Create(const Plan& plan, const LoaderOptions& options = {});
 

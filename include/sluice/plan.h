@@ -95,6 +95,11 @@ class Plan {
   const runtime::KernelLibrary& kernels() const { return *kernels_; }
   // The CPU kernel of chains()[i] (looked up and checked at load time).
   const runtime::Kernel& cpu_kernel(size_t i) const { return *cpu_kernels_[i]; }
+  // The CPU-part kernel of chains()[i] (writes gpu_stages()[i]->staging), or
+  // nullptr when the chain has no GPU stage.
+  const runtime::Kernel* cpu_part_kernel(size_t i) const {
+    return i < cpu_part_kernels_.size() ? cpu_part_kernels_[i].get() : nullptr;
+  }
 
  private:
   std::string path_, name_, spec_hash_, compiler_version_, source_format_;
@@ -108,6 +113,7 @@ class Plan {
   TunedKnobs tuned_;
   std::shared_ptr<const runtime::KernelLibrary> kernels_;
   std::vector<std::shared_ptr<const runtime::Kernel>> cpu_kernels_;
+  std::vector<std::shared_ptr<const runtime::Kernel>> cpu_part_kernels_;  // null: none
 };
 
 }  // namespace sluice

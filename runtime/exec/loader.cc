@@ -21,6 +21,8 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     size_ = other.size_;
     epoch_ = other.epoch_;
     index_ = other.index_;
+    cuda_event_ = other.cuda_event_;
+    other.cuda_event_ = nullptr;
     other.core_.reset();
     other.buffer_ = -1;
   }
@@ -34,6 +36,7 @@ void Batch::Release() {
   core_.reset();
   buffer_ = -1;
   fields_.clear();
+  cuda_event_ = nullptr;
 }
 
 const TensorView* Batch::field(const std::string& name) const {

@@ -2,8 +2,10 @@
 #include "runtime/exec/loader_core.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <thread>
 
 #include "runtime/decode/jpeg_decoder.h"
@@ -48,6 +50,27 @@ std::string StringOr(const ParamList& list, const std::string& name, std::string
   return v->AsString();
 }
 
+// kernels.so's CUDA context/stream (sluice_cuda_set_context) is process-wide:
+// setting it and launching are one step under this lock, so loaders sharing a
+// kernels.so each launch on their own stream.
+std::mutex& LaunchMutex() {
+  static std::mutex m;
+  return m;
+}
+
+halide_type_t ElementType(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return halide_type_t(halide_type_uint, 8);
+    case DType::kFloat16:
+      return halide_type_t(halide_type_float, 16);
+    case DType::kBFloat16:
+      return halide_type_t(halide_type_bfloat, 16);
+    default:
+      return halide_type_t(halide_type_float, 32);
+  }
+}
+
 }  // namespace
 
 Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
@@ -80,7 +103,56 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
     return MakeError(ErrorCode::kUnsupported, where + " has no fused kernel",
                      "the runtime runs fused chains only; see report.txt for why none was fused");
   }
+  // Device: the GPU stages run on the GPU when asked for (or `auto`) and a
+  // device is usable; otherwise the whole-chain CPU kernels (a warning), or an
+  // error when cuda was forced.
+  const std::string requested =
+      options.device.value_or(StringOr(p.output(), "device", "auto"));
+  if (requested != "auto" && requested != "cpu") {
+    if (auto parsed = cuda::ParseCudaDevice(requested); !parsed) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       where + ": " + parsed.error().message);
+    }
+  }
+  const bool forced = requested.starts_with("cuda");
+  const bool has_stage = std::any_of(p.gpu_stages().begin(), p.gpu_stages().end(),
+                                     [](const auto& st) { return st.has_value(); });
+  bool use_gpu = false;
+  int ordinal = 0;
+  if (requested != "cpu" && has_stage) {
+    const std::string& which = forced ? requested : p.placement_device();
+    if (which.starts_with("cuda")) ordinal = cuda::ParseCudaDevice(which).value_or(0);
+    auto dev = cuda::CudaDevice::Open(ordinal);
+    if (!dev) {
+      if (forced) {
+        return MakeError(ErrorCode::kUnsupported,
+                         where + ": output device `" + requested + "` is not usable: " +
+                             dev.error().message,
+                         "run on a machine with a CUDA device, or set device: cpu (the plan's "
+                         "whole-chain CPU kernels then run instead)");
+      }
+      core->warnings_.push_back(where + " places work on the GPU, but " + dev.error().message +
+                                "; running the whole chains on the CPU");
+    } else {
+      use_gpu = true;
+      core->gpu_ = std::make_unique<Gpu>();
+      core->gpu_->device = std::move(*dev);
+    }
+  } else if (forced && !has_stage) {
+    core->warnings_.push_back(where + ": output device `" + requested +
+                              "` requested, but the plan has no GPU stage (compiled without "
+                              "CUDA kernels, or nothing placed on the GPU); batches stay on the "
+                              "host");
+  }
+  if (!core->warnings_.empty()) {
+    static std::atomic<bool> printed{false};
+    if (!printed.exchange(true)) {
+      for (const std::string& w : core->warnings_) std::cerr << "sluice: warning: " << w << "\n";
+    }
+  }
+
   size_t offset = 0;
+  size_t device_bytes = 0;
   for (const auto& [name, value] : fields->AsStringMap()) {
     FieldLayout f;
     f.name = name;
@@ -106,8 +178,21 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
     int64_t elems = 1;
     for (int64_t d : f.sample_shape) elems *= d;
     f.sample_bytes = static_cast<size_t>(elems) * static_cast<size_t>(DTypeSize(f.dtype));
+    f.host_sample_bytes = f.sample_bytes;
+    if (use_gpu && f.chain >= 0 && p.gpu_stages()[f.chain]) {
+      const TensorType& st = p.gpu_stages()[f.chain]->staging;
+      int64_t staging = 1;
+      for (int64_t d : st.dims) staging *= d;
+      f.gpu = true;
+      f.host_sample_bytes = static_cast<size_t>(staging);
+      const size_t b = static_cast<size_t>(core->batch_size_);
+      f.device_staging = device_bytes;
+      device_bytes += cuda::DeviceArena::Rounded(f.host_sample_bytes * b);
+      f.device_output = device_bytes;
+      device_bytes += cuda::DeviceArena::Rounded(f.sample_bytes * b);
+    }
     f.offset = offset;
-    offset += f.sample_bytes * static_cast<size_t>(core->batch_size_);
+    offset += f.host_sample_bytes * static_cast<size_t>(core->batch_size_);
     offset = (offset + 63) / 64 * 64;
     core->fields_.push_back(std::move(f));
   }
@@ -193,7 +278,35 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   // Pools: fixed from here on.
   core->scratch_.resize(static_cast<size_t>(core->workers_));
   core->buffers_.resize(static_cast<size_t>(core->prefetch_ + 1));
-  for (PoolBuffer& b : core->buffers_) {
+  if (use_gpu) {
+    core->gpu_->wait = options.wait_for_device;
+    if (Status st = core->SetUpGpu(ordinal); !st) {
+      Error e = st.error();
+      e.message = where + ": setting up the GPU path: " + e.message;
+      return std::unexpected(std::move(e));
+    }
+    core->device_ = "cuda:" + std::to_string(ordinal);
+    auto arena = cuda::DeviceArena::Create(core->gpu_->device,
+                                           device_bytes * core->buffers_.size());
+    if (!arena) return std::unexpected(arena.error());
+    core->gpu_->arena = std::move(*arena);
+  }
+  for (size_t i = 0; i < core->buffers_.size(); ++i) {
+    PoolBuffer& b = core->buffers_[i];
+    if (use_gpu) {
+      auto pinned = cuda::PinnedBuffer::Allocate(core->gpu_->device, core->buffer_bytes_);
+      if (!pinned) return std::unexpected(pinned.error());
+      auto event = cuda::CudaEvent::Create(core->gpu_->device);
+      if (!event) return std::unexpected(event.error());
+      auto block = core->gpu_->arena->Take(device_bytes);
+      if (!block) return std::unexpected(block.error());
+      b.data = (*pinned)->data();
+      core->gpu_->pinned.push_back(std::move(*pinned));
+      core->gpu_->events.push_back(std::move(*event));
+      core->gpu_->block.push_back(*block);
+      b.samples.assign(static_cast<size_t>(core->batch_size_), 0);
+      continue;
+    }
     b.data = static_cast<uint8_t*>(std::aligned_alloc(64, core->buffer_bytes_));
     if (b.data == nullptr) {
       return MakeError(ErrorCode::kInternal, "cannot allocate a batch buffer of " +
@@ -215,7 +328,106 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
 }
 
 LoaderCore::~LoaderCore() {
+  if (gpu_) {
+    // Device work may still read the pinned buffers or write the arena.
+    if (gpu_->stream) (void)gpu_->stream->Synchronize();
+    return;  // pinned buffers, arena, events and stream free themselves
+  }
   for (PoolBuffer& b : buffers_) std::free(b.data);
+}
+
+Status LoaderCore::SetUpGpu(int ordinal) {
+  Gpu& g = *gpu_;
+  const Plan& p = *plan_;
+  const runtime::KernelLibrary& lib = p.kernels();
+  g.set_context = reinterpret_cast<SetCudaContextFn>(lib.Symbol(kSetCudaContextSymbol));
+  auto iface = reinterpret_cast<const halide_device_interface_t* (*)()>(
+      lib.Symbol("halide_cuda_device_interface"));
+  if (g.set_context == nullptr || iface == nullptr) {
+    return MakeError(ErrorCode::kCorruptData,
+                     "kernels.so has GPU stages but no CUDA runtime shim "
+                     "(sluice_cuda_set_context / halide_cuda_device_interface)",
+                     "recompile the plan with this version of sluice");
+  }
+  g.interface = iface();
+  g.batch_fn.assign(p.chains().size(), nullptr);
+  for (size_t i = 0; i < p.chains().size(); ++i) {
+    if (!p.gpu_stages()[i]) continue;
+    const std::string& sym = p.gpu_stages()[i]->gpu_batch_symbol;
+    g.batch_fn[i] = reinterpret_cast<GpuBatchKernelFn>(lib.Symbol(sym));
+    if (g.batch_fn[i] == nullptr || p.cpu_part_kernel(i) == nullptr) {
+      return MakeError(ErrorCode::kCorruptData, "kernel `" + sym + "` or its CPU part is missing",
+                       "recompile the plan");
+    }
+  }
+  auto stream = cuda::CudaStream::Create(g.device);
+  if (!stream) return std::unexpected(stream.error());
+  g.stream = std::move(*stream);
+  (void)ordinal;
+  return Ok();
+}
+
+Status LoaderCore::LaunchBatch(int buffer) {
+  Gpu& g = *gpu_;
+  const cuda::CudaDriver& drv = g.device->driver();
+  cuda::CudaDevice::Scope scope(*g.device);
+  SLUICE_RETURN_IF_ERROR(scope.status());
+  const cuda::CUdeviceptr block = g.block[static_cast<size_t>(buffer)];
+  const size_t b = static_cast<size_t>(batch_size_);
+  for (const FieldLayout& f : fields_) {
+    if (!f.gpu) continue;
+    SLUICE_RETURN_IF_ERROR(drv.Check(
+        drv.cuMemcpyHtoDAsync(block + f.device_staging, buffers_[buffer].data + f.offset,
+                              f.host_sample_bytes * b, g.stream->get()),
+        "host-to-device copy of field `" + f.name + "`"));
+  }
+  {
+    std::lock_guard launch(LaunchMutex());
+    g.set_context(g.device->context(), g.stream->get());
+    for (const FieldLayout& f : fields_) {
+      if (!f.gpu) continue;
+      const TensorType& st = plan_->gpu_stages()[f.chain]->staging;
+      const int32_t sh = static_cast<int32_t>(st.dims[0]), sw = static_cast<int32_t>(st.dims[1]),
+                    sc = static_cast<int32_t>(st.dims[2]);
+      const int32_t n = static_cast<int32_t>(batch_size_);
+      halide_dimension_t in_dims[4] = {
+          {0, sc, 1, 0}, {0, sw, sc, 0}, {0, sh, sc * sw, 0}, {0, n, sc * sw * sh, 0}};
+      halide_buffer_t in{};
+      in.device = block + f.device_staging;
+      in.device_interface = g.interface;
+      in.type = halide_type_t(halide_type_uint, 8);
+      in.dimensions = 4;
+      in.dim = in_dims;
+      const TensorType& ot = plan_->chains()[f.chain].output;
+      const int32_t h = static_cast<int32_t>(ot.dims[ot.height_axis()]);
+      const int32_t w = static_cast<int32_t>(ot.dims[ot.width_axis()]);
+      const int32_t c = static_cast<int32_t>(ot.dims[ot.channel_axis()]);
+      halide_dimension_t out_dims[4];
+      if (ot.layout == Layout::kCHW) {
+        out_dims[0] = {0, w, 1, 0};
+        out_dims[1] = {0, h, w, 0};
+        out_dims[2] = {0, c, w * h, 0};
+      } else {
+        out_dims[0] = {0, c, 1, 0};
+        out_dims[1] = {0, w, c, 0};
+        out_dims[2] = {0, h, c * w, 0};
+      }
+      out_dims[3] = {0, n, c * w * h, 0};
+      halide_buffer_t out{};
+      out.device = block + f.device_output;
+      out.device_interface = g.interface;
+      out.type = ElementType(ot.dtype);
+      out.dimensions = 4;
+      out.dim = out_dims;
+      const int rc = g.batch_fn[static_cast<size_t>(f.chain)](&in, &out);
+      if (rc != 0) {
+        return MakeError(ErrorCode::kInternal, "GPU batch kernel of field `" + f.name +
+                                                   "` failed with Halide error code " +
+                                                   std::to_string(rc));
+      }
+    }
+  }
+  return g.events[static_cast<size_t>(buffer)]->Record(g.stream->get());
 }
 
 void LoaderCore::Shutdown() {
@@ -262,6 +474,15 @@ bool LoaderCore::TakeJobLocked(Job& job) {
       }
     }
     PoolBuffer& buf = buffers_[free];
+    if (gpu_) {
+      // A copy from this buffer may still be pending (async hand-off, or a
+      // batch abandoned by Restore): wait before its slots are rewritten.
+      if (Status st = gpu_->events[static_cast<size_t>(free)]->Synchronize(); !st && !fatal_) {
+        fatal_ = st.error();
+        cv_.notify_all();
+        return false;
+      }
+    }
     buf.state = BufferState::kFilling;
     buf.epoch = epoch_;
     buf.index = sched_pos_ / b;
@@ -316,10 +537,24 @@ void LoaderCore::WorkerLoop(int worker) {
       outcome.fatal = Err(ErrorCode::kInternal, "unknown exception in a loader task");
     }
     std::unique_lock lock(mutex_);
+    bool launch = false;
     try {
-      CompleteLocked(job, outcome);
+      launch = CompleteLocked(job, outcome);
     } catch (...) {
       fatal_ = Err(ErrorCode::kInternal, "exception while completing a sample");
+      cv_.notify_all();
+    }
+    if (launch) {
+      lock.unlock();
+      Status st = Ok();
+      try {
+        st = LaunchBatch(job.buffer);
+      } catch (...) {
+        st = MakeError(ErrorCode::kInternal, "exception while launching a GPU batch");
+      }
+      lock.lock();
+      if (!st && !fatal_) fatal_ = st.error();
+      buffers_[static_cast<size_t>(job.buffer)].state = BufferState::kReady;
       cv_.notify_all();
     }
   }
@@ -454,7 +689,9 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
       args = *full;
     }
     auto k0 = Clock::now();
-    Status st = p.cpu_kernel(static_cast<size_t>(f.chain)).Run(view, args, slot);
+    const Kernel& kernel = f.gpu ? *p.cpu_part_kernel(static_cast<size_t>(f.chain))
+                                 : p.cpu_kernel(static_cast<size_t>(f.chain));
+    Status st = kernel.Run(view, args, slot);
     out.kernel_ns += Ns(k0, Clock::now());
     if (!st) {
       fatal = true;
@@ -464,7 +701,7 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
   return Ok();
 }
 
-void LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
+bool LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
   PoolBuffer& b = buffers_[static_cast<size_t>(job.buffer)];
   read_ns_ += o.read_ns;
   decode_ns_ += o.decode_ns;
@@ -490,12 +727,19 @@ void LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
                    "fix or remove the bad files, or raise output.on_error.max_fraction");
   }
   b.samples[static_cast<size_t>(job.slot)] = o.used_index;
+  bool launch = false;
   if (--b.remaining == 0) {
-    b.state = BufferState::kReady;
     latency_.Add(std::chrono::duration<double>(Clock::now() - b.start).count());
+    if (gpu_ && !b.error && !fatal_ && !stopping_) {
+      b.state = BufferState::kTransferring;
+      launch = true;
+    } else {
+      b.state = BufferState::kReady;
+    }
     cv_.notify_all();
   }
   if (fatal_) cv_.notify_all();
+  return launch;
 }
 
 Batch LoaderCore::MakeBatchLocked(int buffer) {
@@ -508,6 +752,7 @@ Batch LoaderCore::MakeBatchLocked(int buffer) {
   batch.epoch_ = b.epoch;
   batch.index_ = b.index;
   batch.samples_ = b.samples;
+  if (gpu_) batch.cuda_event_ = gpu_->events[static_cast<size_t>(buffer)]->get();
   for (const FieldLayout& f : fields_) {
     TensorView v;
     v.name = f.name;
@@ -520,6 +765,12 @@ Batch LoaderCore::MakeBatchLocked(int buffer) {
     }
     v.data = b.data + f.offset;
     v.bytes = f.sample_bytes * static_cast<size_t>(batch_size_);
+    if (f.gpu) {
+      v.data = reinterpret_cast<void*>(static_cast<uintptr_t>(
+          gpu_->block[static_cast<size_t>(buffer)] + f.device_output));
+      v.device_type = DeviceType::kCUDA;
+      v.device_id = gpu_->device->ordinal();
+    }
     batch.fields_.push_back(std::move(v));
   }
   return batch;
@@ -564,12 +815,21 @@ Result<std::optional<Batch>> LoaderCore::Next() {
       ++batches_;
       samples_ += static_cast<uint64_t>(batch_size_);
       Batch batch = MakeBatchLocked(pick);
+      if (gpu_ && gpu_->wait) {
+        lock.unlock();
+        Status st = gpu_->events[static_cast<size_t>(pick)]->Synchronize();
+        lock.lock();
+        done_waiting();
+        if (!st) return std::unexpected(st.error());
+        return std::optional<Batch>(std::move(batch));
+      }
       done_waiting();
       return std::optional<Batch>(std::move(batch));
     }
     // Nothing ready: is anything coming?
     const bool producing = std::any_of(buffers_.begin(), buffers_.end(), [](const PoolBuffer& b) {
-      return b.state == BufferState::kFilling || b.state == BufferState::kReady;
+      return b.state == BufferState::kFilling || b.state == BufferState::kTransferring ||
+             b.state == BufferState::kReady;
     });
     if (!producing && !WorkAvailableLocked()) {
       done_waiting();
@@ -654,6 +914,8 @@ LoaderStats LoaderCore::Stats() const {
   s.in_flight = workers_;
   s.pool_buffers = static_cast<int>(buffers_.size());
   s.batch_bytes = static_cast<int64_t>(buffer_bytes_);
+  s.device = device_;
+  s.warnings = warnings_;
   return s;
 }
 

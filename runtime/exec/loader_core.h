@@ -18,6 +18,17 @@
 //
 // No exception escapes a worker: its body is wrapped, and an exception becomes
 // a fatal kInternal error returned by the next Next().
+//
+// GPU path (docs/gpu.md; only when the plan has GPU stages and a CUDA device
+// is usable): batch buffers are page-locked (cuMemHostAlloc); a chain with a
+// GPU stage writes its uint8 staging image through the CPU-part kernel into
+// the buffer; the worker that completes a batch enqueues, on the loader's own
+// stream, the host-to-device copy of the staging blocks and one batch kernel
+// per GPU chain into a fixed device arena (one block per pool buffer), then
+// records the buffer's event (state kTransferring -> kReady). Next() waits on
+// the event (or not: LoaderOptions::wait_for_device). Before a buffer is
+// refilled its event is waited on, so a pending copy never reads a slot being
+// rewritten. No device or host allocation per batch.
 #pragma once
 
 #include <tbb/global_control.h>
@@ -32,7 +43,9 @@
 #include <string>
 #include <vector>
 
+#include "ops/fusion/kernel_abi.h"
 #include "runtime/decode/image_buffer.h"
+#include "runtime/device/cuda_driver.h"
 #include "runtime/metrics/latency_recorder.h"
 #include "runtime/sampling/epoch_sampler.h"
 #include "runtime/sources/source.h"
@@ -75,8 +88,25 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
     size_t sample_bytes = 0;
     size_t offset = 0;   // of the field's [B, ...] block in a buffer
     int chain = -1;      // chain index writing it, or -1 for the label
+    // GPU path: the host block holds the staging images (host_sample_bytes
+    // each); the device block has the staging copy then the output.
+    bool gpu = false;
+    size_t host_sample_bytes = 0;  // == sample_bytes on the CPU path
+    size_t device_staging = 0, device_output = 0;  // offsets in the buffer's device block
   };
-  enum class BufferState { kFree, kFilling, kReady, kHeld };
+  enum class BufferState { kFree, kFilling, kTransferring, kReady, kHeld };
+  struct Gpu {
+    std::shared_ptr<cuda::CudaDevice> device;
+    std::unique_ptr<cuda::CudaStream> stream;
+    std::unique_ptr<cuda::DeviceArena> arena;
+    std::vector<std::unique_ptr<cuda::PinnedBuffer>> pinned;  // per pool buffer
+    std::vector<std::unique_ptr<cuda::CudaEvent>> events;     // per pool buffer
+    std::vector<cuda::CUdeviceptr> block;                     // per pool buffer
+    std::vector<GpuBatchKernelFn> batch_fn;                   // per chain (null: CPU)
+    SetCudaContextFn set_context = nullptr;
+    const halide_device_interface_t* interface = nullptr;
+    bool wait = true;
+  };
   struct PoolBuffer {
     uint8_t* data = nullptr;  // 64-byte aligned, buffer_bytes_
     BufferState state = BufferState::kFree;
@@ -111,14 +141,22 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   bool WorkAvailableLocked() const;
   bool TakeJobLocked(Job& job);
   void WorkerLoop(int worker);
-  void CompleteLocked(const Job& job, Outcome& outcome);
+  // True when the job completed a batch that must now be launched on the GPU
+  // (LaunchBatch, outside the lock).
+  bool CompleteLocked(const Job& job, Outcome& outcome);
+  // Enqueues the batch's copies and kernels and records its event.
+  Status LaunchBatch(int buffer);
+  // Sets up the GPU path (device chosen by Create). Errors are the caller's to
+  // report.
+  Status SetUpGpu(int ordinal);
   void ProcessSample(const Job& job, Scratch& scratch, Outcome& out) const;
   // Reads, decodes and runs every chain for dataset index `index` into the
   // job's slot. `fatal` is set for errors that are not the sample's fault.
   Status RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
                    bool& fatal) const;
   uint8_t* Slot(int buffer, const FieldLayout& field, int64_t slot) const {
-    return buffers_[buffer].data + field.offset + static_cast<size_t>(slot) * field.sample_bytes;
+    return buffers_[buffer].data + field.offset +
+           static_cast<size_t>(slot) * field.host_sample_bytes;
   }
   void StartEpochLocked(uint64_t epoch, uint64_t position);
   void WaitIdleLocked(std::unique_lock<std::mutex>& lock);
@@ -147,6 +185,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::unique_ptr<tbb::task_arena> arena_;
   std::vector<Scratch> scratch_;  // one per worker
   Clock::time_point created_;
+  std::unique_ptr<Gpu> gpu_;      // GPU path, else null
+  std::string device_ = "cpu";
+  std::vector<std::string> warnings_;
 
   // Guarded by mutex_.
   mutable std::mutex mutex_;

@@ -141,9 +141,10 @@ Result<KernelLibrary> KernelLibrary::Open(const std::string& path) {
   return lib;
 }
 
-namespace {
-
-}  // namespace
+void* KernelLibrary::Symbol(const std::string& name) const {
+  if (!handle_ || !handle_->dl) return nullptr;
+  return dlsym(handle_->dl, name.c_str());
+}
 
 Result<Kernel> KernelLibrary::CpuKernel(const FusedChain& chain) const {
   dlerror();

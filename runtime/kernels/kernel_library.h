@@ -76,6 +76,9 @@ class KernelLibrary {
   Result<Kernel> CudaKernel(const FusedChain& chain) const;
 
   const std::string& path() const { return path_; }
+  // dlsym of `name` in the library (nullptr when absent); the pointer stays
+  // valid while this library or a copy of it (or a Kernel from it) lives.
+  void* Symbol(const std::string& name) const;
 
  private:
   struct Handle;

@@ -197,8 +197,35 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
       if (!params) return context(params.error(), "op " + op_name);
       chain.steps.push_back(ChainStep{op, std::move(*params), s["op_id"].get<int>()});
     }
+    // The GPU split (absent in plans from before placement; null fields = none).
+    std::optional<GpuStage> stage;
+    if (g.contains("gpu_from") && g["gpu_from"].is_number_integer() &&
+        g["gpu_from"].get<int>() >= 0) {
+      chain.gpu_from = g["gpu_from"].get<int>();
+      if (chain.gpu_from >= static_cast<int>(chain.steps.size())) {
+        return corrupt("fusion group " + chain.symbol + " has gpu_from past its steps");
+      }
+      const bool has_symbols = g.value("cpu_part_symbol", json()).is_string() &&
+                               g.value("gpu_batch_symbol", json()).is_string() &&
+                               g.contains("staging_type") && g["staging_type"].is_object();
+      if (has_symbols) {
+        GpuStage st;
+        st.gpu_from = chain.gpu_from;
+        st.cpu_part_symbol = g["cpu_part_symbol"].get<std::string>();
+        st.gpu_batch_symbol = g["gpu_batch_symbol"].get<std::string>();
+        auto staging = pf::TypeFromJson(g["staging_type"]);
+        if (!staging) return context(staging.error(), "fusion group " + chain.symbol);
+        st.staging = *staging;
+        if (st.cpu_part_symbol.empty() || st.gpu_batch_symbol.empty() || !st.staging.is_static() ||
+            st.staging.dtype != DType::kUInt8 || st.staging.layout != Layout::kHWC) {
+          return corrupt("fusion group " + chain.symbol +
+                         " has an invalid GPU stage (symbols or a static uint8 HWC staging_type)");
+        }
+        stage = std::move(st);
+      }
+    }
     plan.chains_.push_back(std::move(chain));
-    plan.gpu_stages_.push_back(std::nullopt);
+    plan.gpu_stages_.push_back(std::move(stage));
     plan.chain_fields_.push_back(g.value("batch_field", std::string()));
   }
 
@@ -269,6 +296,26 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
       return std::unexpected(std::move(e));
     }
     plan.cpu_kernels_.push_back(std::make_shared<const runtime::Kernel>(std::move(*kernel)));
+  }
+  // CPU parts of split groups: kernels bound to the staging type.
+  plan.cpu_part_kernels_.resize(plan.chains_.size());
+  for (size_t i = 0; i < plan.chains_.size(); ++i) {
+    const std::optional<GpuStage>& st = plan.gpu_stages_[i];
+    if (!st) continue;
+    FusedChain part = plan.chains_[i];
+    part.symbol = st->cpu_part_symbol;
+    part.output = st->staging;
+    part.steps.resize(static_cast<size_t>(st->gpu_from));
+    part.gpu_from = -1;
+    auto kernel = plan.kernels_->CpuKernel(part);
+    if (!kernel) {
+      Error e = kernel.error();
+      e.message = where + ": kernel `" + part.symbol + "`: " + e.message;
+      e.code = ErrorCode::kCorruptData;
+      if (e.hint.empty()) e.hint = kRecompile;
+      return std::unexpected(std::move(e));
+    }
+    plan.cpu_part_kernels_[i] = std::make_shared<const runtime::Kernel>(std::move(*kernel));
   }
   return plan;
 }
