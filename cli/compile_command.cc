@@ -1,11 +1,14 @@
-// `sluice compile SPEC [--emit=...] [-o PLAN]`: front end, IR, passes, and
-// with -o the plan artifact (compiler/plan/plan_writer.h).
+// `sluice compile SPEC [--emit=...] [-o PLAN] [--profile HW.yaml] [--cpu-budget N]`:
+// front end, IR, passes (placement reads the hardware profile and the CPU
+// budget), and with -o the plan artifact (compiler/plan/plan_writer.h).
 #include <fstream>
+#include <charconv>
 #include <iostream>
 #include <sstream>
 #include <string>
 
 #include "cli/cli.h"
+#include "common/hardware_profile.h"
 #include "compiler/ir/ir.h"
 #include "compiler/passes/pass.h"
 #include "compiler/plan/fused_chains.h"
@@ -41,7 +44,7 @@ int Passes(const Args& args) {
 }
 
 int Compile(const Args& args) {
-  std::string spec_path, emit, plan_out, error;
+  std::string spec_path, emit, plan_out, profile_path, budget_text, error;
   bool have_plan_out = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -59,6 +62,15 @@ int Compile(const Args& args) {
       have_plan_out = true;
       continue;
     }
+    if (TakeValue(args, i, "--profile", profile_path, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (profile_path.empty()) return UsageError("--profile needs a hardware profile file");
+      continue;
+    }
+    if (TakeValue(args, i, "--cpu-budget", budget_text, error)) {
+      if (!error.empty()) return UsageError(error);
+      continue;
+    }
     if (arg.starts_with("-") && arg != "-")
       return UsageError("unknown option `" + arg + "` for compile");
     if (!spec_path.empty()) {
@@ -67,6 +79,15 @@ int Compile(const Args& args) {
     spec_path = arg;
   }
   if (spec_path.empty()) return UsageError("compile needs a SPEC file");
+  int cpu_budget = -1;
+  if (!budget_text.empty()) {
+    auto [end, ec] =
+        std::from_chars(budget_text.data(), budget_text.data() + budget_text.size(), cpu_budget);
+    if (ec != std::errc() || end != budget_text.data() + budget_text.size() || cpu_budget < 1) {
+      return UsageError("--cpu-budget needs a whole number of cores >= 1, got `" + budget_text +
+                        "`");
+    }
+  }
 
   std::string stop_after;
   bool emit_ir = false, emit_spec = false;
@@ -98,6 +119,15 @@ int Compile(const Args& args) {
   }
 
   Graph graph = BuildGraph(spec);
+  if (!profile_path.empty()) {
+    auto profile = LoadHardwareProfile(profile_path);
+    if (!profile) {
+      std::cerr << profile.error().ToString() << "\n";
+      return 1;
+    }
+    graph.profile = std::move(*profile);
+  }
+  graph.cpu_budget_override = cpu_budget;
   Status status = RunPasses(graph, diags, stop_after);
   if (diags.has_errors()) {
     std::cerr << diags.Render();

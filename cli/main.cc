@@ -17,6 +17,7 @@ std::string UsageText() {
 
 commands:
   compile SPEC [--emit=ir | --emit=ir-after=PASS | --emit=spec] [-o PLAN]
+      [--profile HW.yaml] [--cpu-budget N]
       Parse and check SPEC, build the IR and run the compiler passes.
       Diagnostics go to stderr; any error exits with status 1.
         --emit=ir             print the IR after all passes to stdout
@@ -24,6 +25,11 @@ commands:
         --emit=spec           print the validated spec, defaults explicit, as YAML
         -o PLAN               write the plan directory PLAN: plan.json, kernels.so
                               (fused kernels, CPU targets + CUDA), report.txt
+        --profile HW.yaml     hardware profile (`sluice profile`): the cost model
+                              predicts images/s and, with device auto, places the
+                              pointwise tail on the GPU when that is faster
+        --cpu-budget N        cores the loader may use in the prediction
+                              (default: output.cpu_budget, else the profile's cores)
       With neither --emit nor -o, prints a one-line summary.
   run PLAN [--var NAME=VALUE]... [--batches N] [--epochs E] [--threads T]
       [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hardware_profile.h"
 #include "ops/param.h"
 #include "ops/registry.h"
 #include "ops/types.h"
@@ -42,6 +43,31 @@ struct Node {
   Device device = Device::kCpu;  // set by placement
 };
 
+// One placement the placement pass weighed (compiler/passes/placement.cc), with
+// the cost model's prediction for it (compiler/cost/cost_model.h).
+struct PlacementAlternative {
+  std::string name;           // "all on cpu", "group 0: normalize.. on gpu", ...
+  std::vector<int> gpu_from;  // per fusion group: FusedChain::gpu_from (-1 = all CPU)
+  bool predicted = false;     // false without a profile: the numbers below are 0
+  double images_per_second = 0;
+  double cpu_s_per_sample = 0;  // CPU seconds per sample (one core)
+  double gpu_s_per_sample = 0;
+  double h2d_bytes_per_sample = 0;
+  std::string limit;  // what bounds images_per_second: "cpu", "gpu" or "bus"
+};
+
+// What the placement pass decided. `ran` is false before it runs.
+struct PlacementDecision {
+  bool ran = false;
+  std::string requested;        // output.device as written: auto, cpu, cuda, cuda:N
+  std::string device = "cpu";   // "cpu" (no group split) or "cuda:N"
+  std::string reason;           // one or two sentences for plan.json and report.txt
+  int cpu_budget = 0;           // cores the prediction assumes (0 without a profile)
+  std::string cpu_budget_from;  // "output.cpu_budget", "--cpu-budget", "profile cores"
+  std::vector<PlacementAlternative> alternatives;  // in the order considered
+  int chosen = -1;              // index into alternatives, -1 when none was listed
+};
+
 struct Graph {
   std::string name;  // the spec's `name`
   std::string spec_file;
@@ -56,6 +82,15 @@ struct Graph {
   // chain stays unfused). report.txt lists them; the printer shows them as
   // trailing `note:` lines.
   std::vector<std::string> notes;
+
+  // Inputs of the placement pass, set by the driver before RunPasses: the
+  // hardware profile (`--profile`; none: everything stays on the CPU) and a
+  // CPU budget in cores that overrides output.cpu_budget (`--cpu-budget`; -1:
+  // none).
+  std::optional<HardwareProfile> profile;
+  int cpu_budget_override = -1;
+  // Set by the placement pass.
+  PlacementDecision placement;
 
   ValueId AddValue(std::string name);
   // The value called `name`, or -1.
@@ -103,7 +138,8 @@ Status VerifyGraph(const Graph& graph);
 // type inference), `=`, the op, its inputs, then every parameter in name order
 // (ParamValue::ToString, with kAutoInt -1 shown as `auto`). A trailing
 // `  [...]` lists what later passes set, only when set: op_id when it differs
-// from the node index, fusion=N, device=gpu. After the output line, one
+// from the node index, fusion=N, device=gpu. After the output line, only when
+// placement split a group onto the GPU, `placement: device="cuda:N"`; then one
 // `note: TEXT` line per entry of Graph::notes.
 std::string PrintGraph(const Graph& graph);
 // One parameter value as the printer shows it (`def` may be null).

@@ -93,6 +93,9 @@ std::string PrintGraph(const Graph& graph) {
   if (!graph.output.empty()) {
     out += "output: " + FormatParams(&OutputParams(), graph.output) + "\n";
   }
+  if (graph.placement.device != "cpu") {
+    out += "placement: device=\"" + graph.placement.device + "\"\n";
+  }
   for (const std::string& note : graph.notes) out += "note: " + note + "\n";
   return out;
 }

@@ -38,5 +38,6 @@ Status RunPasses(Graph& graph, Diagnostics& diags, const std::string& stop_after
 void InferTypes(Graph& graph, Diagnostics& diags);  // type_inference.cc
 void ComposeGeometry(Graph& graph, Diagnostics& diags);  // geometry_composition.cc
 void FusePointwise(Graph& graph, Diagnostics& diags);    // pointwise_fusion.cc
+void PlaceStages(Graph& graph, Diagnostics& diags);      // placement.cc
 
 }  // namespace sluice

@@ -14,6 +14,10 @@ const std::vector<Pass>& PassPipeline() {
       {"pointwise_fusion",
        "extend each fusion group with the colour/normalize/layout/cast ops up to the batch",
        &FusePointwise},
+      {"placement",
+       "move each group's deterministic pointwise tail to the GPU when the cost model predicts "
+       "more images/s (needs a hardware profile)",
+       &PlaceStages},
   };
   return passes;
 }

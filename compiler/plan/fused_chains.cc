@@ -23,6 +23,9 @@ FusedChain ChainForGroup(const Graph& graph, int group) {
       const Value& in = graph.value(node.inputs[0]);
       if (in.type) chain.input = *in.type;
     }
+    if (node.device == Device::kGpu && chain.gpu_from < 0) {
+      chain.gpu_from = static_cast<int>(chain.steps.size());
+    }
     chain.steps.push_back(ChainStep{node.op, node.params, node.op_id});
     last = &node;
   }

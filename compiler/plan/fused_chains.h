@@ -4,7 +4,9 @@
 // the output of a decode and ends at a node whose output is static; its
 // FusedChain (ops/fusion/fused_chain.h) has input = the type of the group's
 // first input, output = the type of its last node's output, steps = the nodes'
-// ops, explicit params and op ids, and symbol = ChainSymbol(g).
+// ops, explicit params and op ids, symbol = ChainSymbol(g), and gpu_from = the
+// index of the group's first node that placement put on the GPU (-1: none;
+// placement moves only a tail, so every later node is on the GPU too).
 #pragma once
 
 #include <string>

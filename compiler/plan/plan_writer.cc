@@ -1,11 +1,14 @@
 // The plan artifact writer (see plan_writer.h; layout in docs/plan.md).
 #include "compiler/plan/plan_writer.h"
 
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
 
+#include "compiler/cost/cost_model.h"
 #include "compiler/plan/fused_chains.h"
 #include "ops/fusion/plan_format.h"
 
@@ -39,18 +42,97 @@ std::string OutputDevice(const Graph& graph) {
                                                                        : "auto";
 }
 
-// Placement is the cost model's job (issue 6); until it exists every stage
-// runs on the CPU, and the reason says so.
-std::string PlacementReason(const std::string& requested) {
-  if (requested == "cpu") return "output.device is cpu";
-  if (requested == "auto") {
-    return "output.device is auto and the cost model that places stages is not built yet "
-           "(issue 6): everything runs on the CPU";
+// What plan.json and report.txt state about placement: the pass's decision
+// (Graph::placement), made effective only where the code generator built the
+// GPU part of a split group. Without it the group runs whole on the CPU.
+struct EffectivePlacement {
+  std::vector<int> gpu_from;      // per group, -1 = all on the CPU
+  std::vector<Device> devices;    // per node
+  std::string device = "cpu";     // "cpu" or "cuda:N"
+  std::string reason;
+  const PlacementAlternative* predicted = nullptr;  // the alternative that runs, if predicted
+  std::optional<CostPrediction> cost;               // its breakdown (with a profile)
+};
+
+EffectivePlacement Effective(const Graph& graph, const KernelRecord& kernels) {
+  EffectivePlacement e;
+  const PlacementDecision& d = graph.placement;
+  const int count = CountFusionGroups(graph);
+  e.gpu_from.assign(count, -1);
+  e.devices.assign(graph.nodes.size(), Device::kCpu);
+  if (!d.ran) {
+    e.reason = "the placement pass did not run: everything runs on the CPU";
+    return e;
   }
-  return "output.device is " + requested +
-         ", but GPU placement is not built yet (issue 6): stages run on the CPU and batches "
-         "are handed over from host memory";
+  e.reason = d.reason;
+  std::string dropped;
+  for (int g = 0; g < count; ++g) {
+    FusedChain chain = ChainForGroup(graph, g);
+    if (chain.gpu_from < 0) continue;
+    const bool built = g < static_cast<int>(kernels.artifact.kernels.size()) &&
+                       !kernels.artifact.kernels[g].gpu_batch_symbol.empty() &&
+                       !kernels.artifact.kernels[g].cpu_part_symbol.empty();
+    if (!built) {
+      if (dropped.empty()) {
+        dropped = kernels.artifact.cuda_target.empty()
+                      ? "CUDA kernels were not built" +
+                            (kernels.artifact.cuda_note.empty()
+                                 ? std::string()
+                                 : " (" + kernels.artifact.cuda_note + ")")
+                      : "the code generator built no GPU part for group " + std::to_string(g);
+      }
+      continue;
+    }
+    e.gpu_from[g] = chain.gpu_from;
+  }
+  bool any = false;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    if (node.fusion_group >= 0 && e.gpu_from[node.fusion_group] >= 0 &&
+        node.device == Device::kGpu) {
+      e.devices[n] = Device::kGpu;
+      any = true;
+    }
+  }
+  if (any) e.device = d.device;
+  if (!dropped.empty()) {
+    e.reason += "; but " + dropped + ", so " +
+                (any ? std::string("the other split groups run on the GPU")
+                     : std::string("everything runs on the CPU"));
+  }
+  for (const PlacementAlternative& a : d.alternatives) {
+    if (a.predicted && a.gpu_from == e.gpu_from) {
+      e.predicted = &a;
+      break;
+    }
+  }
+  if (graph.profile && d.cpu_budget > 0) {
+    e.cost = PredictCost(*graph.profile, graph, e.gpu_from, d.cpu_budget);
+  }
+  return e;
 }
+
+json AlternativeJson(const PlacementAlternative& a, bool chosen) {
+  json j{{"name", a.name}, {"gpu_from", a.gpu_from}, {"chosen", chosen}};
+  if (a.predicted) {
+    j["images_per_second"] = a.images_per_second;
+    j["cpu_s_per_sample"] = a.cpu_s_per_sample;
+    j["gpu_s_per_sample"] = a.gpu_s_per_sample;
+    j["h2d_bytes_per_sample"] = a.h2d_bytes_per_sample;
+    j["limit"] = a.limit;
+  } else {
+    j["images_per_second"] = nullptr;
+  }
+  return j;
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Ms(double s) { return Fixed(s * 1e3, 3) + " ms"; }
 
 json ValueRef(const Graph& graph, ValueId id) {
   const Value& v = graph.value(id);
@@ -88,6 +170,7 @@ bool HasOp(const FusedChain& chain, std::initializer_list<std::string_view> name
 }  // namespace
 
 json PlanJson(const Graph& graph, const std::string& spec_text, const KernelRecord& kernels) {
+  const EffectivePlacement placement = Effective(graph, kernels);
   json plan;
   plan["format_version"] = pf::kFormatVersion;
   plan["compiler_version"] = SLUICE_VERSION;
@@ -119,7 +202,7 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
             {"inputs", json::array()},
             {"outputs", json::array()},
             {"group", node.fusion_group},
-            {"device", node.device == Device::kGpu ? "gpu" : "cpu"}};
+            {"device", placement.devices[n] == Device::kGpu ? "gpu" : "cpu"}};
     if (node.mark.valid()) jn["line"] = node.mark.line;
     for (ValueId v : node.inputs) jn["inputs"].push_back(ValueRef(graph, v));
     for (ValueId v : node.outputs) jn["outputs"].push_back(ValueRef(graph, v));
@@ -141,10 +224,19 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
                            {"op_id", step.op_id},
                            {"params", pf::ParamsToJson(step.params)}});
     }
-    std::string cuda_symbol;
+    std::string cuda_symbol, cpu_part_symbol, gpu_batch_symbol;
     if (g < static_cast<int>(kernels.artifact.kernels.size())) {
       cuda_symbol = kernels.artifact.kernels[g].cuda_symbol;
+      cpu_part_symbol = kernels.artifact.kernels[g].cpu_part_symbol;
+      gpu_batch_symbol = kernels.artifact.kernels[g].gpu_batch_symbol;
     }
+    const int gpu_from = placement.gpu_from[g];
+    json staging = nullptr;
+    if (gpu_from >= 1) {
+      std::vector<TensorType> types = ChainStepTypes(chain);
+      if (gpu_from <= static_cast<int>(types.size())) staging = pf::TypeToJson(types[gpu_from - 1]);
+    }
+    auto symbol_or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
     const Node& last = graph.nodes[node_ids.back().get<size_t>()];
     const Node& first = graph.nodes[node_ids.front().get<size_t>()];
     groups.push_back(json{
@@ -158,6 +250,10 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
         {"output_type", pf::TypeToJson(chain.output)},
         {"batch_field", BatchFieldOf(graph, last.outputs[0])},
         {"steps", steps},
+        {"gpu_from", gpu_from},
+        {"cpu_part_symbol", symbol_or_null(cpu_part_symbol)},
+        {"gpu_batch_symbol", symbol_or_null(gpu_batch_symbol)},
+        {"staging_type", staging},
         {"abi",
          json{{"signature", "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
               {"reference", "ops/fusion/kernel_abi.h"},
@@ -173,15 +269,36 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
                          {"cuda_target", a.cuda_target.empty() ? json(nullptr) : json(a.cuda_target)},
                          {"cuda_note", a.cuda_note}};
 
-  const std::string requested = OutputDevice(graph);
+  const PlacementDecision& d = graph.placement;
   json placed = json::array();
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    placed.push_back(graph.nodes[n].device == Device::kGpu ? "gpu" : "cpu");
+  for (Device device : placement.devices) placed.push_back(device == Device::kGpu ? "gpu" : "cpu");
+  json predicted = nullptr;
+  if (placement.predicted != nullptr) {
+    const PlacementAlternative& a = *placement.predicted;
+    predicted = json{{"images_per_second", a.images_per_second},
+                     {"cpu_s_per_sample", a.cpu_s_per_sample},
+                     {"gpu_s_per_sample", a.gpu_s_per_sample},
+                     {"h2d_bytes_per_sample", a.h2d_bytes_per_sample},
+                     {"limit", a.limit}};
+    if (placement.cost) {
+      predicted["read_s_per_sample"] = placement.cost->read_s;
+      predicted["decode_s_per_sample"] = placement.cost->decode_s;
+      predicted["kernel_cpu_s_per_sample"] = placement.cost->kernel_cpu_s;
+    }
   }
-  plan["placement"] = json{{"requested", requested},
-                           {"device", "cpu"},
-                           {"reason", PlacementReason(requested)},
-                           {"nodes", placed}};
+  json alternatives = json::array();
+  for (size_t i = 0; i < d.alternatives.size(); ++i) {
+    alternatives.push_back(AlternativeJson(d.alternatives[i], static_cast<int>(i) == d.chosen));
+  }
+  plan["placement"] = json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
+                           {"device", placement.device},
+                           {"reason", placement.reason},
+                           {"nodes", placed},
+                           {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
+                           {"cpu_budget_from", d.cpu_budget_from},
+                           {"profile", graph.profile ? json(graph.profile->machine) : json(nullptr)},
+                           {"predicted", predicted},
+                           {"alternatives", alternatives}};
   return plan;
 }
 
@@ -248,8 +365,30 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
     for (const std::string& note : graph.notes) r += "  - " + note + "\n";
   }
 
-  const std::string requested = OutputDevice(graph);
-  r += "\nplacement: every stage on cpu; " + PlacementReason(requested) + "\n";
+  const EffectivePlacement placement = Effective(graph, kernels);
+  const PlacementDecision& d = graph.placement;
+  if (placement.device == "cpu") {
+    r += "\nplacement: every stage on cpu; " + placement.reason + "\n";
+  } else {
+    r += "\nplacement: " + placement.device + "; " + placement.reason + "\n";
+    for (int g = 0; g < count; ++g) {
+      const int k = placement.gpu_from[g];
+      if (k < 0) continue;
+      FusedChain chain = ChainForGroup(graph, g);
+      std::vector<TensorType> types = ChainStepTypes(chain);
+      std::string ops;
+      for (size_t i = k; i < chain.steps.size(); ++i) ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
+      r += "  group " + std::to_string(g) + ": steps " + std::to_string(k) + ".. (" + ops +
+           ") run batch-wide on the GPU";
+      if (k <= static_cast<int>(types.size())) {
+        r += "; the CPU writes " + types[k - 1].ToString() + " (" +
+             Fixed(static_cast<double>(types[k - 1].dims[0] * types[k - 1].dims[1] *
+                                       types[k - 1].dims[2]), 0) +
+             " bytes/sample) into pinned staging, which crosses the bus";
+      }
+      r += "\n";
+    }
+  }
   const KernelArtifact& a = kernels.artifact;
   r += "kernels: " + std::string(pf::kKernelsFile) + " (" + std::to_string(kernels.bytes) +
        " bytes, " + kernels.hash + ")\n  CPU targets:";
@@ -259,7 +398,52 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
                                                                                : " (" + a.cuda_note + ")")
                                              : a.cuda_target) +
        "\n";
-  r += "cost model: not built yet (issue 6); no per-sample cost prediction\n";
+  if (!graph.profile) {
+    r += "cost model: no hardware profile given (compile with --profile hw.yaml, measured by "
+         "`sluice profile`); no per-sample cost prediction\n";
+  } else if (placement.cost) {
+    const CostPrediction& c = *placement.cost;
+    const HardwareProfile& hw = *graph.profile;
+    r += "cost model (docs/cost_model.md), profile: " +
+         (hw.machine.empty() ? std::string("unnamed") : hw.machine) + "\n";
+    r += "  image: " + Fixed(c.shape.width, 0) + "x" + Fixed(c.shape.height, 0) + ", " +
+         Fixed(c.shape.file_bytes, 0) + " bytes" +
+         (c.shape.from_profile ? " (the profile's dataset means)" : " (assumed: ImageNet's typical)") +
+         "\n";
+    r += "  per sample on one CPU core: read " + Ms(c.read_s) + " + decode " + Ms(c.decode_s);
+    if (!c.decode_regions.empty()) {
+      const DecodeRegion& reg = c.decode_regions.front();
+      r += " (region of interest: Huffman over " + Fixed(100 * reg.rows_fraction, 0) +
+           "% of the rows, IDCT/colour over " + Fixed(100 * reg.area_fraction, 0) +
+           "% of the area -> " + Fixed(100 * reg.effective_fraction, 0) + "% of a full decode)";
+    }
+    r += " + fused kernels " + Ms(c.kernel_cpu_s) + " = " + Ms(c.cpu_s) + "\n";
+    r += "  GPU " + Ms(c.gpu_s) + " per sample; host-to-device " + Fixed(c.h2d_bytes, 0) +
+         " bytes per sample";
+    if (c.trainer_h2d_bytes > 0 && hw.gpu) {
+      r += " (batches are handed over in host memory; a trainer on the GPU copies " +
+           Fixed(c.trainer_h2d_bytes, 0) + " bytes per sample itself)";
+    }
+    r += "\n  predicted: " + DescribePrediction(c) + "; CPU budget " +
+         std::to_string(d.cpu_budget) + " from " + d.cpu_budget_from + "\n";
+    if (!d.alternatives.empty()) {
+      r += "  alternatives considered (predicted images/s at " + std::to_string(d.cpu_budget) +
+           " CPU core(s)):\n";
+      for (size_t i = 0; i < d.alternatives.size(); ++i) {
+        const PlacementAlternative& alt = d.alternatives[i];
+        r += std::string(static_cast<int>(i) == d.chosen ? "  * " : "    ") + alt.name + ": " +
+             (alt.predicted ? Fixed(alt.images_per_second, 0) + " images/s (" + alt.limit +
+                                  "-bound; cpu " + Ms(alt.cpu_s_per_sample) + ", gpu " +
+                                  Ms(alt.gpu_s_per_sample) + ", bus " +
+                                  Fixed(alt.h2d_bytes_per_sample, 0) + " B per sample)"
+                            : std::string("not predicted")) +
+             (static_cast<int>(i) == d.chosen ? "  <- chosen" : "") + "\n";
+      }
+      r += "  why: " + d.reason + "\n";
+    }
+  } else {
+    r += "cost model: no prediction (no CPU budget)\n";
+  }
   return r;
 }
 

@@ -163,7 +163,12 @@ TEST(PlanWriter, ImagenetTrainConformsToTheSchema) {
   EXPECT_EQ(plan["graph"]["nodes"][1]["group"], -1);
   EXPECT_EQ(plan["placement"]["requested"], "auto");
   EXPECT_EQ(plan["placement"]["device"], "cpu");
-  EXPECT_NE(plan["placement"]["reason"].get<std::string>().find("issue 6"), std::string::npos);
+  EXPECT_NE(plan["placement"]["reason"].get<std::string>().find("no hardware profile"),
+            std::string::npos);
+  EXPECT_TRUE(plan["placement"]["predicted"].is_null());
+  EXPECT_EQ(g["gpu_from"], -1);
+  EXPECT_TRUE(g["staging_type"].is_null());
+  EXPECT_TRUE(g["gpu_batch_symbol"].is_null());
 }
 
 TEST(PlanWriter, SchemaCheckCatchesAMissingKey) {
@@ -193,7 +198,7 @@ TEST(PlanWriter, ReportStatesGroupsPushdownAndCostModel) {
           "DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by default"),
       std::string::npos)
       << report;
-  EXPECT_NE(report.find("cost model: not built yet (issue 6)"), std::string::npos) << report;
+  EXPECT_NE(report.find("cost model: no hardware profile given"), std::string::npos) << report;
   EXPECT_NE(report.find("placement: every stage on cpu; output.device is cpu"), std::string::npos)
       << report;
 }

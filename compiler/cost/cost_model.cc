@@ -1,0 +1,257 @@
+// The cost model (see cost_model.h and docs/cost_model.md).
+#include "compiler/cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "compiler/plan/fused_chains.h"
+#include "ops/fusion/sample_args.h"
+
+namespace sluice {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double Elements(const TensorType& type) {
+  double n = 1;
+  for (int64_t d : type.dims) n *= d < 0 ? 0 : static_cast<double>(d);
+  return n;
+}
+
+// Height x width of an image type (0 when dynamic or not an image).
+double Pixels(const TensorType& type) {
+  const int h = type.height_axis(), w = type.width_axis();
+  if (h < 0 || w < 0 || type.dims[h] < 0 || type.dims[w] < 0) return 0;
+  return static_cast<double>(type.dims[h]) * static_cast<double>(type.dims[w]);
+}
+
+bool IsDeterministicPointwise(const OpDef* op) {
+  return op != nullptr && op->op_class == OpClass::kPointwise && !op->random;
+}
+
+int64_t BatchSize(const Graph& graph) {
+  for (const Node& node : graph.nodes) {
+    if (node.op == nullptr || node.op->op_class != OpClass::kBatch) continue;
+    const ParamValue* size = FindParam(node.params, "size");
+    if (size != nullptr && std::holds_alternative<int64_t>(size->value)) return size->AsInt();
+  }
+  return 1;
+}
+
+// The fusion group whose first node reads value `v`, or -1.
+int GroupReading(const Graph& graph, ValueId v) {
+  for (NodeId c : graph.Consumers(v)) {
+    const int g = graph.nodes[c].fusion_group;
+    if (g < 0) continue;
+    // First node of the group?
+    bool first = true;
+    for (NodeId n = 0; n < c; ++n) first = first && graph.nodes[n].fusion_group != g;
+    if (first) return g;
+  }
+  return -1;
+}
+
+std::string Seconds(double s) {
+  char buf[64];
+  if (s >= 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  }
+  return buf;
+}
+
+}  // namespace
+
+SampleShape ExpectedSampleShape(const HardwareProfile& profile) {
+  SampleShape shape;
+  if (profile.storage) {
+    if (profile.storage->mean_width > 0 && profile.storage->mean_height > 0) {
+      shape.width = profile.storage->mean_width;
+      shape.height = profile.storage->mean_height;
+      shape.from_profile = true;
+    }
+    if (profile.storage->mean_file_bytes > 0) shape.file_bytes = profile.storage->mean_file_bytes;
+  }
+  return shape;
+}
+
+DecodeRegion ExpectedDecodeRegion(const FusedChain& chain, double width, double height) {
+  DecodeRegion region;
+  const int64_t w = std::max<int64_t>(1, std::llround(width));
+  const int64_t h = std::max<int64_t>(1, std::llround(height));
+  double rows = 0, area = 0;
+  int counted = 0;
+  for (int i = 0; i < kDecodeSamples; ++i) {
+    auto args = ComputeSampleArgs(chain, h, w, /*seed=*/0, /*epoch=*/0, static_cast<uint64_t>(i));
+    if (!args) return region;  // full decode
+    // The rectangle the loader asks the decoder for (runtime/exec/loader_core.cc).
+    const int64_t y_lo = std::max<int64_t>({args->y.window_start, args->y.src_lo, 0});
+    const int64_t y_hi =
+        std::min<int64_t>({int64_t{args->y.window_start} + args->y.window, args->y.src_hi, h});
+    int64_t x_lo = std::max<int64_t>({args->x.window_start, args->x.src_lo, 0});
+    int64_t x_hi =
+        std::min<int64_t>({int64_t{args->x.window_start} + args->x.window, args->x.src_hi, w});
+    if (y_hi <= y_lo || x_hi <= x_lo) continue;  // nothing decoded (all fill)
+    x_lo = x_lo / kImcuWidth * kImcuWidth;
+    x_hi = std::min<int64_t>(w, (x_hi + kImcuWidth - 1) / kImcuWidth * kImcuWidth);
+    rows += static_cast<double>(y_hi) / static_cast<double>(h);
+    area += static_cast<double>((y_hi - y_lo) * (x_hi - x_lo)) / static_cast<double>(w * h);
+    ++counted;
+  }
+  if (counted == 0) return region;
+  region.rows_fraction = rows / kDecodeSamples;
+  region.area_fraction = area / kDecodeSamples;
+  region.effective_fraction = kJpegEntropyShare * region.rows_fraction +
+                              (1 - kJpegEntropyShare) * region.area_fraction;
+  return region;
+}
+
+std::vector<TensorType> ChainStepTypes(const FusedChain& chain) {
+  std::vector<TensorType> types;
+  TensorType current = chain.input;
+  for (const ChainStep& step : chain.steps) {
+    if (step.op == nullptr || !step.op->infer) return {};
+    auto out = step.op->infer(std::span<const TensorType>(&current, 1), step.params);
+    if (!out || out->size() != 1) return {};
+    current = (*out)[0];
+    types.push_back(current);
+  }
+  return types;
+}
+
+std::vector<int> GpuSplitPoints(const FusedChain& chain) {
+  std::vector<int> splits;
+  const std::vector<TensorType> types = ChainStepTypes(chain);
+  const int n = static_cast<int>(chain.steps.size());
+  if (static_cast<int>(types.size()) != n) return splits;
+  for (int k = 1; k < n; ++k) {
+    bool tail_ok = true;
+    for (int i = k; i < n; ++i) tail_ok = tail_ok && IsDeterministicPointwise(chain.steps[i].op);
+    const TensorType& staging = types[k - 1];
+    if (tail_ok && staging.dtype == DType::kUInt8 && staging.layout == Layout::kHWC &&
+        staging.is_static()) {
+      splits.push_back(k);
+    }
+  }
+  return splits;
+}
+
+GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int gpu_from,
+                    int64_t batch_size) {
+  GroupCost cost;
+  const int n = static_cast<int>(chain.steps.size());
+  const int cpu_end = gpu_from >= 0 && gpu_from < n ? gpu_from : n;
+  const std::vector<TensorType> types = ChainStepTypes(chain);
+  const bool typed = static_cast<int>(types.size()) == n;
+  auto out_of = [&](int step) -> const TensorType& {
+    return typed && step >= 0 ? types[step] : chain.output;
+  };
+  cost.output_bytes = Elements(chain.output) * DTypeSize(chain.output.dtype);
+
+  // CPU: one resample per output pixel of the last resample step, then the
+  // pointwise tail per element of what the CPU part writes.
+  int last_resample = -1;
+  bool cpu_pointwise = false;
+  for (int i = 0; i < cpu_end; ++i) {
+    const OpDef* op = chain.steps[i].op;
+    if (op == nullptr) continue;
+    if (op->op_class == OpClass::kResample) last_resample = i;
+    if (op->op_class == OpClass::kPointwise) cpu_pointwise = true;
+  }
+  if (last_resample >= 0) {
+    double px = Pixels(out_of(last_resample));
+    if (px == 0) px = Pixels(chain.output);
+    cost.kernel_cpu_s += profile.cpu.resample_ns_per_px * 1e-9 * px;
+  }
+  if (cpu_pointwise || last_resample < 0) {
+    cost.kernel_cpu_s += profile.cpu.pointwise_ns_per_elem * 1e-9 * Elements(out_of(cpu_end - 1));
+  }
+
+  if (cpu_end < n) {
+    cost.h2d_bytes = Elements(out_of(cpu_end - 1));  // uint8 staging
+    if (profile.gpu && profile.gpu->pointwise_gelem_per_s > 0) {
+      double elems = 0;
+      for (int i = cpu_end; i < n; ++i) elems = std::max(elems, Elements(out_of(i)));
+      cost.gpu_s = elems / (profile.gpu->pointwise_gelem_per_s * 1e9) +
+                   profile.gpu->launch_s / static_cast<double>(std::max<int64_t>(1, batch_size));
+    }
+  }
+  return cost;
+}
+
+CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
+                           const std::vector<int>& gpu_from, int cpu_budget) {
+  CostPrediction p;
+  p.shape = ExpectedSampleShape(profile);
+  p.cpu_budget = std::max(1, cpu_budget);
+  if (profile.storage && profile.storage->read_mbps > 0) {
+    p.read_s = profile.storage->latency_s + p.shape.file_bytes / (profile.storage->read_mbps * 1e6);
+  }
+  const int64_t batch_size = BatchSize(graph);
+  for (const Node& node : graph.nodes) {
+    if (node.op == nullptr || node.op->op_class != OpClass::kDecode) continue;
+    DecodeRegion region;
+    if (!node.outputs.empty()) {
+      const int g = GroupReading(graph, node.outputs[0]);
+      if (g >= 0) region = ExpectedDecodeRegion(ChainForGroup(graph, g), p.shape.width,
+                                                p.shape.height);
+    }
+    p.decode_regions.push_back(region);
+    p.decode_s += profile.cpu.decode_fixed_s;
+    if (profile.cpu.decode_mpix_per_s > 0) {
+      p.decode_s += p.shape.width * p.shape.height / (profile.cpu.decode_mpix_per_s * 1e6) *
+                    region.effective_fraction;
+    }
+  }
+  const int groups = CountFusionGroups(graph);
+  for (int g = 0; g < groups; ++g) {
+    const int split = g < static_cast<int>(gpu_from.size()) ? gpu_from[g] : -1;
+    GroupCost c = ChainCost(profile, ChainForGroup(graph, g), split, batch_size);
+    p.kernel_cpu_s += c.kernel_cpu_s;
+    p.gpu_s += c.gpu_s;
+    p.h2d_bytes += c.h2d_bytes;
+    if (c.h2d_bytes == 0) p.trainer_h2d_bytes += c.output_bytes;
+  }
+  p.cpu_s = p.read_s + p.decode_s + p.kernel_cpu_s;
+
+  p.cpu_images_per_second = p.cpu_s > 0 ? p.cpu_budget / p.cpu_s : kInf;
+  p.gpu_images_per_second = p.gpu_s > 0 ? 1 / p.gpu_s : kInf;
+  const double bus = profile.gpu ? profile.gpu->h2d_pinned_gbps * 1e9 : 0;
+  p.bus_images_per_second = p.h2d_bytes > 0 && bus > 0 ? bus / p.h2d_bytes : kInf;
+  p.images_per_second = p.cpu_images_per_second;
+  p.limit = "cpu";
+  if (p.gpu_images_per_second < p.images_per_second) {
+    p.images_per_second = p.gpu_images_per_second;
+    p.limit = "gpu";
+  }
+  if (p.bus_images_per_second < p.images_per_second) {
+    p.images_per_second = p.bus_images_per_second;
+    p.limit = "bus";
+  }
+  if (!std::isfinite(p.images_per_second)) p.images_per_second = 0;  // nothing measured
+  return p;
+}
+
+std::string DescribePrediction(const CostPrediction& p) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%.0f images/s, %s-bound (cpu %.0f/s = %d core%s / %s per sample",
+                p.images_per_second, p.limit.c_str(), p.cpu_images_per_second, p.cpu_budget,
+                p.cpu_budget == 1 ? "" : "s", Seconds(p.cpu_s).c_str());
+  std::string out = buf;
+  if (p.gpu_s > 0) {
+    std::snprintf(buf, sizeof buf, "; gpu %.0f/s = %s per sample", p.gpu_images_per_second,
+                  Seconds(p.gpu_s).c_str());
+    out += buf;
+  }
+  if (p.h2d_bytes > 0) {
+    std::snprintf(buf, sizeof buf, "; bus %.0f/s = %.0f B per sample", p.bus_images_per_second,
+                  p.h2d_bytes);
+    out += buf;
+  }
+  return out + ")";
+}
+
+}  // namespace sluice

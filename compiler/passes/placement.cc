@@ -1,0 +1,249 @@
+// Pass `placement`: decides, per fusion group, which steps run on the GPU.
+//
+// Rewrites: Node::device of the moved nodes (kGpu) and Graph::placement (the
+// decision, the alternatives weighed with their predicted throughput, and the
+// reason). Nothing else changes: a split group keeps its nodes and its whole
+// chain CPU kernel (the fallback without a GPU); FusedChain::gpu_from is read
+// back from the nodes' devices (compiler/plan/fused_chains.cc).
+//
+// Why: a GPU can take the deterministic pointwise tail of a chain (grayscale,
+// normalize, layout, cast), so the CPU writes a uint8 HWC image instead of
+// float16/float32 (a half or a quarter of the bytes over the bus, and no
+// per-element work on the CPU). Whether that pays depends on the machine: the
+// cost model (compiler/cost/cost_model.h) predicts the loader's throughput for
+// each alternative from the hardware profile and the CPU budget.
+//
+// A split at step k of a group is valid when steps [k, end) are deterministic
+// pointwise ops and step k-1 writes a static uint8 HWC image (GpuSplitPoints).
+// Decisions by output.device:
+//   cpu          everything on the CPU.
+//   auto         without a profile, or with a profile without a GPU: everything
+//                on the CPU. With a GPU: every combination of "all on CPU" and
+//                the valid splits of each group (at most kMaxCombinations; beyond
+//                that all-CPU, each group's splits alone, and all largest), and
+//                the one with the highest predicted images/s within the CPU
+//                budget wins; ties go to the CPU.
+//   cuda, cuda:N the largest valid split of every group (all that can move). A
+//                group with no valid split stays on the CPU; when no group can
+//                move, the plan runs on the CPU and the reason says so (not an
+//                error: batches are then handed over from host memory).
+// CPU budget: Graph::cpu_budget_override (`--cpu-budget`), else
+// output.cpu_budget, else the profile's cores.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "compiler/cost/cost_model.h"
+#include "compiler/passes/fusion_util.h"
+#include "compiler/passes/pass.h"
+#include "compiler/plan/fused_chains.h"
+
+namespace sluice {
+namespace {
+
+constexpr size_t kMaxCombinations = 256;
+
+std::string StringParam(const ParamList& params, const std::string& name, std::string fallback) {
+  const ParamValue* v = FindParam(params, name);
+  return v != nullptr && std::holds_alternative<std::string>(v->value) ? v->AsString() : fallback;
+}
+
+int64_t IntParam(const ParamList& params, const std::string& name, int64_t fallback) {
+  const ParamValue* v = FindParam(params, name);
+  return v != nullptr && std::holds_alternative<int64_t>(v->value) ? v->AsInt() : fallback;
+}
+
+// "normalize, layout, cast on gpu; uint8[224,224,3] HWC crosses the bus".
+std::string DescribeSplit(const FusedChain& chain, int k) {
+  std::string ops;
+  for (size_t i = k; i < chain.steps.size(); ++i) {
+    ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
+  }
+  std::vector<TensorType> types = ChainStepTypes(chain);
+  std::string staging = k >= 1 && k <= static_cast<int>(types.size())
+                            ? types[k - 1].ToString()
+                            : std::string("uint8");
+  return ops + " on gpu (" + staging + " crosses the bus)";
+}
+
+std::string AlternativeName(const std::vector<FusedChain>& chains, const std::vector<int>& split) {
+  std::string name;
+  for (size_t g = 0; g < chains.size(); ++g) {
+    if (split[g] < 0) continue;
+    if (!name.empty()) name += "; ";
+    if (chains.size() > 1) name += "group " + std::to_string(g) + ": ";
+    name += DescribeSplit(chains[g], split[g]);
+  }
+  return name.empty() ? "all on cpu" : name;
+}
+
+std::string Ips(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+}  // namespace
+
+void PlaceStages(Graph& graph, Diagnostics& diags) {
+  (void)diags;  // placement never rejects a spec
+  PlacementDecision d;
+  d.ran = true;
+  d.requested = StringParam(graph.output, "device", "auto");
+
+  const std::vector<FusedChain> chains = BuildFusedChains(graph);
+  const size_t groups = chains.size();
+  std::vector<std::vector<int>> splits(groups);
+  bool any_movable = false;
+  for (size_t g = 0; g < groups; ++g) {
+    splits[g] = GpuSplitPoints(chains[g]);
+    any_movable = any_movable || !splits[g].empty();
+  }
+  const std::string why_not_movable =
+      "no step can move to the GPU (only deterministic pointwise ops — grayscale, normalize, "
+      "layout, cast — after a static uint8 HWC image can; color_jitter and the resample ops "
+      "have per-sample random arguments or geometry)";
+
+  const HardwareProfile* profile = graph.profile ? &*graph.profile : nullptr;
+  if (graph.cpu_budget_override > 0) {
+    d.cpu_budget = graph.cpu_budget_override;
+    d.cpu_budget_from = "--cpu-budget";
+  } else if (int64_t b = IntParam(graph.output, "cpu_budget", -1); b > 0) {
+    d.cpu_budget = static_cast<int>(b);
+    d.cpu_budget_from = "output.cpu_budget";
+  } else if (profile != nullptr) {
+    d.cpu_budget = std::max(1, profile->cpu.cores);
+    d.cpu_budget_from = "profile cores";
+  }
+
+  auto add = [&](const std::vector<int>& split) {
+    PlacementAlternative a;
+    a.name = AlternativeName(chains, split);
+    a.gpu_from = split;
+    if (profile != nullptr) {
+      CostPrediction p = PredictCost(*profile, graph, split, d.cpu_budget);
+      a.predicted = true;
+      a.images_per_second = p.images_per_second;
+      a.cpu_s_per_sample = p.cpu_s;
+      a.gpu_s_per_sample = p.gpu_s;
+      a.h2d_bytes_per_sample = p.h2d_bytes;
+      a.limit = p.limit;
+    }
+    d.alternatives.push_back(std::move(a));
+    return static_cast<int>(d.alternatives.size()) - 1;
+  };
+  const std::vector<int> all_cpu(groups, -1);
+
+  int gpu_index = 0;
+  if (d.requested.starts_with("cuda:")) {
+    gpu_index = std::atoi(d.requested.c_str() + 5);
+  } else if (profile != nullptr && profile->gpu) {
+    gpu_index = profile->gpu->device;
+  }
+  const std::string profile_name =
+      profile == nullptr ? "" : (profile->machine.empty() ? "the profile" : "the profile (" + profile->machine + ")");
+
+  if (d.requested == "cpu") {
+    if (profile != nullptr) d.chosen = add(all_cpu);
+    d.reason = "output.device is cpu";
+  } else if (d.requested == "auto") {
+    if (profile == nullptr) {
+      d.reason = "output.device is auto but no hardware profile was given (compile with "
+                 "--profile hw.yaml from `sluice profile`): everything runs on the CPU";
+    } else if (!profile->gpu) {
+      d.chosen = add(all_cpu);
+      d.reason = "output.device is auto and " + profile_name +
+                 " has no GPU: everything runs on the CPU";
+    } else if (!any_movable) {
+      d.chosen = add(all_cpu);
+      d.reason = "output.device is auto; " + why_not_movable + ": everything runs on the CPU";
+    } else {
+      // Enumerate the combinations (all-CPU first, so ties keep the CPU).
+      size_t combos = 1;
+      for (size_t g = 0; g < groups && combos <= kMaxCombinations; ++g) {
+        combos *= splits[g].size() + 1;
+      }
+      if (combos <= kMaxCombinations) {
+        std::vector<size_t> pick(groups, 0);  // 0 = CPU, i = splits[g][i-1]
+        for (size_t c = 0; c < combos; ++c) {
+          std::vector<int> split(groups, -1);
+          for (size_t g = 0; g < groups; ++g) split[g] = pick[g] == 0 ? -1 : splits[g][pick[g] - 1];
+          add(split);
+          for (size_t g = 0; g < groups; ++g) {  // odometer
+            if (++pick[g] <= splits[g].size()) break;
+            pick[g] = 0;
+          }
+        }
+      } else {
+        add(all_cpu);
+        std::vector<int> largest(groups, -1);
+        for (size_t g = 0; g < groups; ++g) {
+          for (int k : splits[g]) {
+            std::vector<int> split = all_cpu;
+            split[g] = k;
+            add(split);
+          }
+          if (!splits[g].empty()) largest[g] = splits[g].front();
+        }
+        add(largest);
+      }
+      d.chosen = 0;
+      for (size_t i = 1; i < d.alternatives.size(); ++i) {
+        if (d.alternatives[i].images_per_second >
+            d.alternatives[d.chosen].images_per_second * (1 + 1e-9)) {
+          d.chosen = static_cast<int>(i);
+        }
+      }
+      const PlacementAlternative& best = d.alternatives[d.chosen];
+      const PlacementAlternative& cpu = d.alternatives[0];
+      if (d.chosen == 0) {
+        d.reason = "output.device is auto: all on cpu has the highest predicted throughput (" +
+                   Ips(cpu.images_per_second) + " images/s, " + cpu.limit + "-bound, at " +
+                   std::to_string(d.cpu_budget) + " CPU core(s)); moving the pointwise tail to "
+                   "the GPU would not be faster";
+      } else {
+        d.reason = "output.device is auto: " + best.name + " has the highest predicted "
+                   "throughput (" + Ips(best.images_per_second) + " images/s, " + best.limit +
+                   "-bound, vs " + Ips(cpu.images_per_second) + " all on cpu, " + cpu.limit +
+                   "-bound, at " + std::to_string(d.cpu_budget) + " CPU core(s))";
+      }
+    }
+  } else {  // cuda or cuda:N: move all that can move
+    std::vector<int> largest(groups, -1);
+    for (size_t g = 0; g < groups; ++g) {
+      if (!splits[g].empty()) largest[g] = splits[g].front();
+    }
+    if (!any_movable) {
+      if (profile != nullptr) d.chosen = add(all_cpu);
+      d.reason = "output.device is " + d.requested + ", but " + why_not_movable +
+                 ": stages run on the CPU and batches are handed over from host memory";
+    } else {
+      if (profile != nullptr) add(all_cpu);
+      d.chosen = add(largest);
+      d.reason = "output.device is " + d.requested + ": every step that can run on the GPU "
+                 "does (" + d.alternatives[d.chosen].name + ")";
+      if (profile != nullptr && !profile->gpu) {
+        d.reason += "; " + profile_name + " has no GPU, so GPU time and the bus are not "
+                    "predicted";
+      }
+    }
+  }
+
+  // Apply the chosen split to the nodes.
+  std::vector<int> chosen_split =
+      d.chosen >= 0 ? d.alternatives[d.chosen].gpu_from : all_cpu;
+  bool split_any = false;
+  for (size_t g = 0; g < groups; ++g) {
+    const std::vector<NodeId> nodes = GroupNodes(graph, static_cast<int>(g));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const bool gpu = chosen_split[g] >= 0 && static_cast<int>(i) >= chosen_split[g];
+      graph.nodes[nodes[i]].device = gpu ? Device::kGpu : Device::kCpu;
+      split_any = split_any || gpu;
+    }
+  }
+  d.device = split_any ? "cuda:" + std::to_string(gpu_index) : "cpu";
+  graph.placement = std::move(d);
+}
+
+}  // namespace sluice
