@@ -36,9 +36,21 @@ commands:
       Load the plan and iterate its batches on the CPU (E epochs, default 1, or N
       batches); progress on stderr, then images/s, batch latency p50/p99/max,
       time the consumer waited, peak RSS and bad-sample counts on stdout.
-  schema [-o FILE]
+  profile -o HW.yaml [--data PATH] [--machine TEXT] [--seconds S] [--max-files N]
+      Measure this machine (cores, JPEG decode per core, fused resample and
+      pointwise kernel costs, memory bandwidth, and with --data the read
+      throughput and latency of PATH and its JPEGs' mean size) into a hardware
+      profile (schemas/hardware.schema.json); -o - prints it. About S seconds
+      (default 20). No GPU is measured yet.
+  tune PLAN --profile HW.yaml [--var NAME=VALUE]... [--cpu-budget N]
+      [--memory-budget BYTES] [--seconds S]
+      Run short trials of PLAN on its real data, hill-climb threads, in_flight
+      and prefetch within the budgets, print the convergence table and write
+      the best knobs into PLAN/plan.json ("tuned"); the loader uses them for
+      knobs the spec left auto.
+  schema [--hardware] [-o FILE]
       Write the pipeline spec's JSON Schema (draft 2020-12), generated from the
-      op registry, to stdout or FILE.
+      op registry, to stdout or FILE; --hardware: the hardware profile's schema.
   ops [--markdown] [--splice FILE]
       List the ops (name, class, one-line doc); with --markdown write the op
       reference; with --splice also replace the generated section of FILE
@@ -75,7 +87,9 @@ bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string
 }
 
 int Passes(const Args& args);
-int Run(const Args& args);  // cli/run_command.cc
+int Run(const Args& args);      // cli/run_command.cc
+int Profile(const Args& args);  // cli/profile_command.cc
+int Tune(const Args& args);     // cli/tune_command.cc
 
 }  // namespace sluice::cli
 
@@ -101,7 +115,9 @@ int main(int argc, char** argv) {
   if (verb == "ops") return Ops(rest);
   if (verb == "passes") return Passes(rest);
   if (verb == "run") return Run(rest);
+  if (verb == "profile") return Profile(rest);
+  if (verb == "tune") return Tune(rest);
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
   return UsageError("unknown command `" + verb +
-                    "`; commands: compile, run, schema, ops, passes, help");
+                    "`; commands: compile, run, profile, tune, schema, ops, passes, help");
 }

@@ -1,0 +1,86 @@
+// `sluice profile -o hw.yaml [--data PATH] [--machine TEXT] [--seconds S]`:
+// measures this machine into a hardware profile (common/hardware_profile.h).
+//
+// The measurements live in the runtime (runtime/profile/machine_profiler.h);
+// this file adds what needs the compiler: the two small kernel plans whose
+// fused kernels give the per-pixel resample and pointwise costs, compiled for
+// this CPU only into a temporary directory that is removed afterwards. The
+// gpu section is left absent: no GPU measurement is wired in yet (it says so).
+#include <stdlib.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "cli/cli.h"
+#include "compiler/plan/profile_probes.h"
+#include "common/hardware_profile.h"
+#include "runtime/profile/machine_profiler.h"
+
+namespace sluice::cli {
+
+int Profile(const Args& args) {
+  std::string out, data, machine, seconds_text, files_text, error;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::cout << UsageText();
+      return 0;
+    }
+    if (TakeValue(args, i, "-o", out, error) || TakeValue(args, i, "--output", out, error) ||
+        TakeValue(args, i, "--data", data, error) ||
+        TakeValue(args, i, "--machine", machine, error) ||
+        TakeValue(args, i, "--seconds", seconds_text, error) ||
+        TakeValue(args, i, "--max-files", files_text, error)) {
+      if (!error.empty()) return UsageError(error);
+      continue;
+    }
+    return UsageError("unexpected argument `" + args[i] + "` for profile");
+  }
+  if (out.empty()) return UsageError("profile needs -o FILE (use -o - for stdout)");
+  runtime::MachineProfileOptions options;
+  options.data = data;
+  options.machine = machine;
+  if (!seconds_text.empty()) {
+    char* end = nullptr;
+    options.seconds = std::strtod(seconds_text.c_str(), &end);
+    if (end == seconds_text.c_str() || *end != '\0' || !(options.seconds > 0) ||
+        options.seconds > 600) {
+      return UsageError("--seconds must be a number in (0, 600], got `" + seconds_text + "`");
+    }
+  }
+  if (!files_text.empty()) {
+    options.max_files = std::atoi(files_text.c_str());
+    if (options.max_files < 1) return UsageError("--max-files must be a positive integer");
+  }
+  options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+
+  std::cerr << "sluice profile: compiling the kernel probes for this CPU\n";
+  auto plans = CompileProfilePlans(runtime::BestSimdLevel());
+  if (!plans) {
+    std::cerr << plans.error().ToString() << "\n";
+    return 1;
+  }
+  options.resample_plan = (*plans)->resample_plan;
+  options.pointwise_plan = (*plans)->pointwise_plan;
+  std::cerr << "sluice profile: measuring (about " << options.seconds << " s)\n";
+  auto profile = runtime::ProfileMachine(options);
+  if (!profile) {
+    std::cerr << profile.error().ToString() << "\n";
+    return 1;
+  }
+  std::cerr << "  gpu: no GPU measured (the CUDA measurement is not wired into `sluice "
+               "profile` yet); the profile has no gpu section\n";
+  if (out == "-") {
+    std::cout << HardwareProfileToYaml(*profile);
+    return 0;
+  }
+  Status saved = SaveHardwareProfile(*profile, out);
+  if (!saved) {
+    std::cerr << saved.error().ToString() << "\n";
+    return 1;
+  }
+  std::cerr << "wrote " << out << "\n";
+  return 0;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,89 @@
+// The kernel probes of `sluice profile` (compiler/plan/profile_probes.h).
+#include "compiler/plan/profile_probes.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "compiler/codegen/codegen.h"
+#include "compiler/ir/ir.h"
+#include "compiler/passes/pass.h"
+#include "compiler/plan/plan_writer.h"
+#include "compiler/spec/diagnostics.h"
+#include "compiler/spec/spec.h"
+
+namespace sluice {
+
+ProfilePlans::~ProfilePlans() {
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+}
+
+std::string ProfileProbeSpec(bool pointwise) {
+  std::string spec =
+      "sluice: 1\n"
+      "name: profile_probe\n"
+      "source:\n"
+      "  format: image_folder\n"
+      "  path: ${DATA}\n"
+      "sampling: {order: sequential, seed: 0}\n"
+      "graph:\n"
+      "  - decode_jpeg: {in: jpg, out: image, color: rgb}\n"
+      "  - random_resized_crop: {size: [224, 224], scale: [0.08, 1.0], ratio: [0.75, 1.3333]}\n"
+      "  - random_flip: {horizontal: 0.5}\n";
+  if (pointwise) {
+    spec +=
+        "  - normalize: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], scale: 255}\n"
+        "  - layout: {to: CHW}\n"
+        "  - cast: {dtype: float16}\n";
+  }
+  spec +=
+      "batch: {size: 1, fields: {image: image, label: cls}}\n"
+      "output: {device: cpu}\n";
+  return spec;
+}
+
+namespace {
+
+Status CompileOne(const std::string& text, const std::string& out_dir,
+                  const CodegenOptions& options) {
+  Diagnostics diags;
+  Spec spec = ParseSpecText(text, "<profile probe>", diags);
+  if (diags.has_errors()) return MakeError(ErrorCode::kInternal, diags.Render());
+  Graph graph = BuildGraph(spec);
+  Status st = RunPasses(graph, diags);
+  if (diags.has_errors()) return MakeError(ErrorCode::kInternal, diags.Render());
+  SLUICE_RETURN_IF_ERROR(st);
+  return CompilePlan(graph, text, out_dir, options);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ProfilePlans>> CompileProfilePlans(const std::string& simd) {
+  CodegenOptions options;
+  options.cuda = false;
+  if (simd == "sse41") {
+    options.cpu_targets = {"x86-64-linux-sse41"};
+  } else if (simd == "avx2") {
+    options.cpu_targets = {"x86-64-linux-avx-avx2-f16c-fma-sse41"};
+  } else if (simd == "avx512") {
+    options.cpu_targets = {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"};
+  } else {
+    return MakeError(ErrorCode::kInvalidArgument, "unknown SIMD level `" + simd + "`",
+                     "use sse41, avx2 or avx512");
+  }
+  auto plans = std::make_unique<ProfilePlans>();
+  std::string tmpl = (std::filesystem::temp_directory_path() / "sluice_profile_XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return MakeError(ErrorCode::kIo, "cannot create a temporary directory in " +
+                                         std::filesystem::temp_directory_path().string());
+  }
+  plans->dir = tmpl;
+  plans->resample_plan = tmpl + "/resample.plan";
+  plans->pointwise_plan = tmpl + "/pointwise.plan";
+  SLUICE_RETURN_IF_ERROR(CompileOne(ProfileProbeSpec(false), plans->resample_plan, options));
+  SLUICE_RETURN_IF_ERROR(CompileOne(ProfileProbeSpec(true), plans->pointwise_plan, options));
+  return plans;
+}
+
+}  // namespace sluice
