@@ -41,7 +41,8 @@ commands:
       pointwise kernel costs, memory bandwidth, and with --data the read
       throughput and latency of PATH and its JPEGs' mean size) into a hardware
       profile (schemas/hardware.schema.json); -o - prints it. About S seconds
-      (default 20). No GPU is measured yet.
+      (default 20). With a CUDA device also host-to-device bandwidth and kernel
+      throughput; without one the profile has no gpu section.
   tune PLAN --profile HW.yaml [--var NAME=VALUE]... [--cpu-budget N]
       [--memory-budget BYTES] [--seconds S]
       Run short trials of PLAN on its real data, hill-climb threads, in_flight

@@ -4,8 +4,9 @@
 // The measurements live in the runtime (runtime/profile/machine_profiler.h);
 // this file adds what needs the compiler: the two small kernel plans whose
 // fused kernels give the per-pixel resample and pointwise costs, compiled for
-// this CPU only into a temporary directory that is removed afterwards. The
-// gpu section is left absent: no GPU measurement is wired in yet (it says so).
+// this CPU only into a temporary directory that is removed afterwards. The gpu
+// section comes from runtime::MeasureGpu(0) (runtime/device/gpu_probe.h); without
+// a CUDA driver or device it is absent and the command says "no GPU measured".
 #include <stdlib.h>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "cli/cli.h"
 #include "compiler/plan/profile_probes.h"
 #include "common/hardware_profile.h"
+#include "runtime/device/gpu_probe.h"
 #include "runtime/profile/machine_profiler.h"
 
 namespace sluice::cli {
@@ -68,8 +70,17 @@ int Profile(const Args& args) {
     std::cerr << profile.error().ToString() << "\n";
     return 1;
   }
-  std::cerr << "  gpu: no GPU measured (the CUDA measurement is not wired into `sluice "
-               "profile` yet); the profile has no gpu section\n";
+  auto gpu = runtime::MeasureGpu(0);
+  if (gpu) {
+    profile->gpu = *gpu;
+    std::cerr << "  gpu: " << gpu->name << ": H2D " << gpu->h2d_pinned_gbps << " GB/s pinned, "
+              << gpu->h2d_pageable_gbps << " GB/s pageable, pointwise "
+              << gpu->pointwise_gelem_per_s << " Gelem/s, launch " << gpu->launch_s * 1e6
+              << " us\n";
+  } else {
+    std::cerr << "  gpu: no GPU measured (" << gpu.error().message
+              << "); the profile has no gpu section\n";
+  }
   if (out == "-") {
     std::cout << HardwareProfileToYaml(*profile);
     return 0;

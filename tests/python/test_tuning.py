@@ -1,0 +1,69 @@
+"""sluice.profile and Plan.tune: profile -> tune -> load from Python."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+import sluice
+
+
+@pytest.fixture(scope="module")
+def hw_profile(tmp_root, dataset):
+    path = os.path.join(tmp_root, "hw.yaml")
+    assert sluice.profile(out=path, data=dataset, seconds=3, machine="pytest box") == path
+    return path
+
+
+def test_profile_file_has_the_measurements(hw_profile):
+    text = open(hw_profile, encoding="utf-8").read()
+    assert text.startswith("# Sluice hardware profile")
+    assert 'machine: "pytest box"' in text
+    assert "decode_mpix_per_s:" in text and "storage:" in text
+    assert "gpu: null" in text
+
+
+def test_profile_dict():
+    p = sluice.profile(seconds=2)
+    assert p["format_version"] == 1
+    assert p["cpu"]["cores"] >= 1
+    assert p["cpu"]["simd"] in ("sse41", "avx2", "avx512")
+    for key in ("decode_mpix_per_s", "resample_ns_per_px", "pointwise_ns_per_elem",
+                "memory_bandwidth_gbps"):
+        assert p["cpu"][key] > 0, key
+    assert p["storage"] is None and p["gpu"] is None
+
+
+def test_profile_bad_data_path_raises():
+    with pytest.raises(sluice.NotFoundError):
+        sluice.profile(data="/nonexistent/sluice/data", seconds=1)
+    with pytest.raises(sluice.InvalidArgumentError):
+        sluice.profile(seconds=0)
+
+
+def test_tune_writes_knobs_the_loader_uses(tmp_root, train_plan_dir, dataset, hw_profile):
+    plan_dir = os.path.join(tmp_root, "tuned.plan")
+    shutil.rmtree(plan_dir, ignore_errors=True)
+    shutil.copytree(train_plan_dir, plan_dir)
+    plan = sluice.load(plan_dir, vars={"DATA": dataset})
+    result = plan.tune(hw_profile, cpu_budget=1, seconds=4)
+    assert result["threads"] == 1  # within the CPU budget
+    assert 1 <= result["in_flight"] <= result["threads"]
+    assert result["prefetch"] >= 1
+    assert result["images_per_second"] > 0
+    assert len(result["trials"]) >= 2
+    tuned = json.load(open(os.path.join(plan_dir, "plan.json")))["tuned"]
+    assert tuned["threads"] == result["threads"]
+    assert tuned["prefetch"] == result["prefetch"]
+    assert tuned["cpu_budget"] == 1
+    # The rest of plan.json is intact: the plan still loads and runs.
+    loader = sluice.load(plan_dir, vars={"DATA": dataset}).loader()
+    batch = loader.next()
+    assert batch is not None
+    assert loader.stats()["threads"] == 1
+
+
+def test_tune_missing_profile_raises(train_plan):
+    with pytest.raises(sluice.NotFoundError):
+        train_plan.tune("/nonexistent/hw.yaml", seconds=2)
