@@ -310,3 +310,4 @@ class Loader:
     @property
     def plan(self) -> Plan:
         return self._plan
+from .tuning import profile, tune  # noqa: E402,F401  (sluice.profile, Plan.tune)

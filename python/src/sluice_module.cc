@@ -473,11 +473,14 @@ class PyLoader {
 }  // namespace
 }  // namespace sluice::python
 
+namespace sluice::python { void BindTuning(pybind11::module_& m); }  // tuning_bindings.cc
+
 PYBIND11_MODULE(_sluice, m) {
   using namespace sluice;
   using namespace sluice::python;
   m.doc() = "Sluice's C++ core (bindings). Use the `sluice` package, not this module.";
   RegisterErrors(m);
+  BindTuning(m);
 
   m.def(
       "compile_spec",
