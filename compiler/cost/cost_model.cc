@@ -151,24 +151,24 @@ GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int
   };
   cost.output_bytes = Elements(chain.output) * DTypeSize(chain.output.dtype);
 
-  // CPU: one resample per output pixel of the last resample step, then the
-  // pointwise tail per element of what the CPU part writes.
+  // CPU: one resample per output pixel of the last resample step, then each
+  // pointwise op per element of its output, at a third of the profile's
+  // per-element cost of the three-op tail normalize, layout, cast.
   int last_resample = -1;
-  bool cpu_pointwise = false;
+  double pointwise_elems = 0;
   for (int i = 0; i < cpu_end; ++i) {
     const OpDef* op = chain.steps[i].op;
     if (op == nullptr) continue;
     if (op->op_class == OpClass::kResample) last_resample = i;
-    if (op->op_class == OpClass::kPointwise) cpu_pointwise = true;
+    if (op->op_class == OpClass::kPointwise) pointwise_elems += Elements(out_of(i));
   }
   if (last_resample >= 0) {
     double px = Pixels(out_of(last_resample));
     if (px == 0) px = Pixels(chain.output);
     cost.kernel_cpu_s += profile.cpu.resample_ns_per_px * 1e-9 * px;
   }
-  if (cpu_pointwise || last_resample < 0) {
-    cost.kernel_cpu_s += profile.cpu.pointwise_ns_per_elem * 1e-9 * Elements(out_of(cpu_end - 1));
-  }
+  cost.kernel_cpu_s +=
+      profile.cpu.pointwise_ns_per_elem * 1e-9 * pointwise_elems / kProfiledTailOps;
 
   if (cpu_end < n) {
     cost.h2d_bytes = Elements(out_of(cpu_end - 1));  // uint8 staging

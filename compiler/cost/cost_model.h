@@ -15,8 +15,9 @@
 //       interest (rows of the crop, iMCU-aligned columns). The fractions are
 //       averaged over kDecodeSamples draws of the chain's own random crop.
 //   kernel_cpu_s = resample_ns_per_px * resampled pixels          (if a resample op is on the CPU)
-//                + pointwise_ns_per_elem * elements of the CPU part's output
-//                                                                (if a pointwise op is on the CPU)
+//                + pointwise_ns_per_elem / 3 * sum over the pointwise ops on the CPU
+//                  of their output elements   (the profile times the 3-op tail
+//                                              normalize, layout, cast per output element)
 //   gpu_s  = elements of the GPU part's output / gpu.pointwise_gelem_per_s
 //            + gpu.launch_s / batch size                      (0 when nothing is on the GPU)
 //   h2d_bytes = bytes of the uint8 HWC staging image of each split group
@@ -43,12 +44,15 @@ namespace sluice {
 // Share of a full libjpeg-turbo decode (4:2:0, quality ~90) spent in Huffman
 // decoding, measured on this repository's synthetic ImageNet-like set: see
 // docs/cost_model.md ("Calibration").
-inline constexpr double kJpegEntropyShare = 0.30;
+inline constexpr double kJpegEntropyShare = 0.50;
 // Random crops averaged to estimate the decoded region of a chain.
 inline constexpr int kDecodeSamples = 256;
 // Defaults when the profile has no dataset statistics (ImageNet's typical JPEG).
 inline constexpr double kDefaultImageWidth = 500, kDefaultImageHeight = 375;
 inline constexpr double kDefaultFileBytes = 110000;
+// The pointwise ops in the tail `sluice profile` times for pointwise_ns_per_elem
+// (normalize, layout, cast); the model charges each op an equal share.
+inline constexpr double kProfiledTailOps = 3;
 // iMCU width of 4:2:0 JPEGs: the column granularity of region-of-interest decode.
 inline constexpr int kImcuWidth = 16;
 

@@ -203,6 +203,109 @@ TEST(PlanWriter, ReportStatesGroupsPushdownAndCostModel) {
       << report;
 }
 
+// The train example placed with a fast GPU and one core (see placement_test.cc).
+Graph CompilePlaced(std::string* text, int cpu_budget, double gpu_gelem_per_s = 300) {
+  const std::string path = std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml";
+  *text = ReadFile(path);
+  Diagnostics diags;
+  Spec spec = ParseSpecText(*text, "imagenet_train.yaml", diags);
+  Graph graph = BuildGraph(spec);
+  HardwareProfile p;
+  p.machine = "synthetic";
+  p.cpu.cores = 2;
+  p.cpu.decode_mpix_per_s = 100;
+  p.cpu.decode_fixed_s = 50e-6;
+  p.cpu.resample_ns_per_px = 5;
+  p.cpu.pointwise_ns_per_elem = 0.5;
+  p.gpu = HardwareProfile::Gpu{.name = "g", .device = 0, .h2d_pinned_gbps = 24,
+                               .h2d_pageable_gbps = 9, .pointwise_gelem_per_s = gpu_gelem_per_s,
+                               .launch_s = 10e-6};
+  graph.profile = p;
+  graph.cpu_budget_override = cpu_budget;
+  EXPECT_TRUE(RunPasses(graph, diags));
+  EXPECT_FALSE(diags.has_errors()) << diags.Render();
+  return graph;
+}
+
+TEST(PlanWriter, SplitGroupRecordsTheGpuPartAndThePrediction) {
+  std::string text;
+  Graph graph = CompilePlaced(&text, 1);
+  KernelRecord k = FakeKernels();
+  k.artifact.kernels[0].cpu_part_symbol = "sluice_chain_0_cpu_part";
+  k.artifact.kernels[0].gpu_batch_symbol = "sluice_chain_0_gpu_batch";
+  json plan = PlanJson(graph, text, k);
+  EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
+  const json& g = plan["fusion_groups"][0];
+  EXPECT_EQ(g["gpu_from"], 2);
+  EXPECT_EQ(g["cpu_part_symbol"], "sluice_chain_0_cpu_part");
+  EXPECT_EQ(g["gpu_batch_symbol"], "sluice_chain_0_gpu_batch");
+  EXPECT_EQ(g["staging_type"]["dtype"], "uint8");
+  EXPECT_EQ(g["staging_type"]["layout"], "HWC");
+  EXPECT_EQ(g["staging_type"]["dims"], json({224, 224, 3}));
+  const json& pl = plan["placement"];
+  EXPECT_EQ(pl["device"], "cuda:0");
+  EXPECT_EQ(pl["cpu_budget"], 1);
+  EXPECT_EQ(pl["nodes"], json({"cpu", "cpu", "cpu", "cpu", "gpu", "gpu", "gpu", "cpu"}));
+  EXPECT_EQ(plan["graph"]["nodes"][4]["device"], "gpu");
+  ASSERT_TRUE(pl["predicted"].is_object());
+  EXPECT_EQ(pl["predicted"]["h2d_bytes_per_sample"], 150528.0);
+  EXPECT_GT(pl["predicted"]["images_per_second"].get<double>(), 0);
+  ASSERT_EQ(pl["alternatives"].size(), 2u);
+  EXPECT_EQ(pl["alternatives"][0]["name"], "all on cpu");
+  EXPECT_EQ(pl["alternatives"][0]["chosen"], false);
+  EXPECT_EQ(pl["alternatives"][1]["chosen"], true);
+  EXPECT_EQ(pl["alternatives"][1]["gpu_from"], json({2}));
+  EXPECT_EQ(pl["predicted"]["images_per_second"], pl["alternatives"][1]["images_per_second"]);
+
+  std::string report = PlanReport(graph, k);
+  EXPECT_NE(report.find("placement: cuda:0; output.device is auto: normalize, layout, cast on gpu"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("alternatives considered"), std::string::npos) << report;
+  EXPECT_NE(report.find("  * normalize, layout, cast on gpu"), std::string::npos) << report;
+  EXPECT_NE(report.find("<- chosen"), std::string::npos) << report;
+  EXPECT_NE(report.find("    all on cpu: "), std::string::npos) << report;
+  EXPECT_NE(report.find("predicted: "), std::string::npos) << report;
+  EXPECT_EQ(report.find("not built yet"), std::string::npos) << report;
+}
+
+TEST(PlanWriter, SplitWithoutCudaKernelsRunsOnTheCpuAndSaysSo) {
+  std::string text;
+  Graph graph = CompilePlaced(&text, 1);
+  ASSERT_EQ(graph.placement.device, "cuda:0");
+  KernelRecord k = FakeKernels();
+  k.artifact.cuda_target.clear();
+  k.artifact.cuda_note = "Halide has no CUDA";
+  k.artifact.kernels[0].cuda_symbol.clear();
+  json plan = PlanJson(graph, text, k);
+  EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
+  EXPECT_EQ(plan["placement"]["device"], "cpu");
+  EXPECT_NE(plan["placement"]["reason"].get<std::string>().find(
+                "CUDA kernels were not built (Halide has no CUDA)"),
+            std::string::npos)
+      << plan["placement"]["reason"];
+  EXPECT_EQ(plan["fusion_groups"][0]["gpu_from"], -1);
+  EXPECT_TRUE(plan["fusion_groups"][0]["staging_type"].is_null());
+  EXPECT_EQ(plan["placement"]["nodes"][4], "cpu");
+  // The prediction is the one for what runs: all on the CPU.
+  EXPECT_EQ(plan["placement"]["predicted"]["h2d_bytes_per_sample"], 0.0);
+  EXPECT_EQ(plan["placement"]["predicted"]["images_per_second"],
+            plan["placement"]["alternatives"][0]["images_per_second"]);
+  std::string report = PlanReport(graph, k);
+  EXPECT_NE(report.find("placement: every stage on cpu;"), std::string::npos) << report;
+}
+
+TEST(PlanWriter, CpuPlacementWithProfileConformsAndPredicts) {
+  std::string text;
+  // Many cores and a GPU busy with training: the CPU alone is faster.
+  Graph graph = CompilePlaced(&text, 64, 0.45);
+  json plan = PlanJson(graph, text, FakeKernels());
+  EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
+  EXPECT_EQ(plan["placement"]["cpu_budget"], 64);
+  EXPECT_EQ(plan["placement"]["predicted"]["limit"], "cpu");
+  EXPECT_EQ(plan["fusion_groups"][0]["gpu_from"], -1);
+}
+
 TEST(PlanFormat, ParamsRoundTripThroughJsonGuidedByTheRegistry) {
   std::string text;
   Graph graph = CompileExample("imagenet_train.yaml", &text);
