@@ -52,7 +52,10 @@ def test_tune_writes_knobs_the_loader_uses(tmp_root, train_plan_dir, dataset, hw
     assert 1 <= result["in_flight"] <= result["threads"]
     assert result["prefetch"] >= 1
     assert result["images_per_second"] > 0
-    assert len(result["trials"]) >= 2
+    # The spec sets prefetch: 2 explicitly, so it is held; with one core and
+    # in_flight <= threads nothing else can move: one trial is the whole search.
+    assert result["trials"] and all(t["prefetch"] == 2 and t["threads"] == 1
+                                    for t in result["trials"])
     tuned = json.load(open(os.path.join(plan_dir, "plan.json")))["tuned"]
     assert tuned["threads"] == result["threads"]
     assert tuned["prefetch"] == result["prefetch"]
@@ -67,3 +70,19 @@ def test_tune_writes_knobs_the_loader_uses(tmp_root, train_plan_dir, dataset, hw
 def test_tune_missing_profile_raises(train_plan):
     with pytest.raises(sluice.NotFoundError):
         train_plan.tune("/nonexistent/hw.yaml", seconds=2)
+
+
+def test_tune_searches_within_a_two_core_budget(tmp_root, train_plan_dir, dataset, hw_profile):
+    plan_dir = os.path.join(tmp_root, "tuned2.plan")
+    shutil.rmtree(plan_dir, ignore_errors=True)
+    shutil.copytree(train_plan_dir, plan_dir)
+    result = sluice.tune(plan_dir, hw_profile, cpu_budget=2, seconds=6, vars={"DATA": dataset})
+    trials = result["trials"]
+    assert len(trials) >= 2  # the start (2 threads) and at least one neighbour
+    assert trials[0]["threads"] == 2 and trials[0]["note"] == "start"
+    assert all(1 <= t["threads"] <= 2 and 1 <= t["in_flight"] <= t["threads"] for t in trials)
+    assert all(t["prefetch"] == 2 for t in trials)  # the spec's explicit value
+    assert (result["threads"], result["in_flight"]) in {(t["threads"], t["in_flight"])
+                                                         for t in trials}
+    tuned = json.load(open(os.path.join(plan_dir, "plan.json")))["tuned"]
+    assert tuned["cpu_budget"] == 2 and tuned["threads"] == result["threads"]
