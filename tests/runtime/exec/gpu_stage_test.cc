@@ -205,9 +205,17 @@ TEST(GpuStageFallbackTest, ForcedCudaWithoutDeviceIsUnsupported) {
   EXPECT_NE(loader.error().message.find("cuda:0"), std::string::npos);
   EXPECT_NE(loader.error().message.find(why), std::string::npos) << loader.error().message;
   // The spec's output.device: cuda forces it the same way.
-  std::string forced = EditedPlan(gp.dir->path(), "forced.plan",
-                                  [](json& j) { j["output"]["device"] = "cuda"; });
-  auto fplan = Plan::Load(forced, {{"DATA", gp.data}});
+  const fs::path forced = gp.dir->path() / "forced.plan";
+  fs::remove_all(forced);
+  fs::copy(gp.path, forced, fs::copy_options::recursive);
+  {
+    std::ifstream in(forced / "plan.json");
+    json j = json::parse(in);
+    in.close();
+    j["output"]["device"] = "cuda";
+    std::ofstream(forced / "plan.json") << j.dump(2);
+  }
+  auto fplan = Plan::Load(forced.string(), {{"DATA", gp.data}});
   ASSERT_TRUE(fplan) << fplan.error().ToString();
   auto floader = Loader::Create(*fplan, {});
   ASSERT_FALSE(floader);
