@@ -104,8 +104,8 @@ DecodeRegion ExpectedDecodeRegion(const FusedChain& chain, double width, double 
   if (counted == 0) return region;
   region.rows_fraction = rows / kDecodeSamples;
   region.area_fraction = area / kDecodeSamples;
-  region.effective_fraction = kJpegEntropyShare * region.rows_fraction +
-                              (1 - kJpegEntropyShare) * region.area_fraction;
+  region.effective_fraction =
+      kJpegEntropyShare * region.rows_fraction + (1 - kJpegEntropyShare) * region.area_fraction;
   return region;
 }
 
@@ -169,6 +169,15 @@ GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int
   }
   cost.kernel_cpu_s +=
       profile.cpu.pointwise_ns_per_elem * 1e-9 * pointwise_elems / kProfiledTailOps;
+  // The profile times the kernel writing one cache-hot buffer; in the loader
+  // it writes a fresh slot of a large batch buffer (the output, or the staging
+  // image of a split) each sample: those bytes go to memory.
+  const double written = cpu_end < n
+                             ? Elements(out_of(cpu_end - 1)) * DTypeSize(out_of(cpu_end - 1).dtype)
+                             : cost.output_bytes;
+  if (profile.cpu.memory_bandwidth_gbps > 0) {
+    cost.kernel_cpu_s += written / (profile.cpu.memory_bandwidth_gbps * 1e9);
+  }
 
   if (cpu_end < n) {
     cost.h2d_bytes = Elements(out_of(cpu_end - 1));  // uint8 staging
@@ -196,8 +205,8 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
     DecodeRegion region;
     if (!node.outputs.empty()) {
       const int g = GroupReading(graph, node.outputs[0]);
-      if (g >= 0) region = ExpectedDecodeRegion(ChainForGroup(graph, g), p.shape.width,
-                                                p.shape.height);
+      if (g >= 0)
+        region = ExpectedDecodeRegion(ChainForGroup(graph, g), p.shape.width, p.shape.height);
     }
     p.decode_regions.push_back(region);
     p.decode_s += profile.cpu.decode_fixed_s;

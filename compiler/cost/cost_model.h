@@ -18,6 +18,8 @@
 //                + pointwise_ns_per_elem / 3 * sum over the pointwise ops on the CPU
 //                  of their output elements   (the profile times the 3-op tail
 //                                              normalize, layout, cast per output element)
+//                + bytes the CPU part writes (output, or uint8 staging) / memory_bandwidth_gbps
+//                  (a fresh batch slot each sample; the profile's kernel timing is cache-hot)
 //   gpu_s  = elements of the GPU part's output / gpu.pointwise_gelem_per_s
 //            + gpu.launch_s / batch size                      (0 when nothing is on the GPU)
 //   h2d_bytes = bytes of the uint8 HWC staging image of each split group
@@ -112,10 +114,10 @@ struct CostPrediction {
   double trainer_h2d_bytes = 0;  // output bytes of CPU-placed groups (informational)
   int cpu_budget = 1;
   double cpu_images_per_second = 0;
-  double gpu_images_per_second = 0;  // +inf when nothing is on the GPU
-  double bus_images_per_second = 0;  // +inf when nothing crosses the bus
-  double images_per_second = 0;      // the minimum of the three
-  std::string limit;                 // "cpu", "gpu" or "bus"
+  double gpu_images_per_second = 0;          // +inf when nothing is on the GPU
+  double bus_images_per_second = 0;          // +inf when nothing crosses the bus
+  double images_per_second = 0;              // the minimum of the three
+  std::string limit;                         // "cpu", "gpu" or "bus"
   std::vector<DecodeRegion> decode_regions;  // one per decode node, in node order
 };
 

@@ -61,9 +61,8 @@ std::string DescribeSplit(const FusedChain& chain, int k) {
     ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
   }
   std::vector<TensorType> types = ChainStepTypes(chain);
-  std::string staging = k >= 1 && k <= static_cast<int>(types.size())
-                            ? types[k - 1].ToString()
-                            : std::string("uint8");
+  std::string staging = k >= 1 && k <= static_cast<int>(types.size()) ? types[k - 1].ToString()
+                                                                      : std::string("uint8");
   return ops + " on gpu (" + staging + " crosses the bus)";
 }
 
@@ -142,19 +141,22 @@ void PlaceStages(Graph& graph, Diagnostics& diags) {
     gpu_index = profile->gpu->device;
   }
   const std::string profile_name =
-      profile == nullptr ? "" : (profile->machine.empty() ? "the profile" : "the profile (" + profile->machine + ")");
+      profile == nullptr
+          ? ""
+          : (profile->machine.empty() ? "the profile" : "the profile (" + profile->machine + ")");
 
   if (d.requested == "cpu") {
     if (profile != nullptr) d.chosen = add(all_cpu);
     d.reason = "output.device is cpu";
   } else if (d.requested == "auto") {
     if (profile == nullptr) {
-      d.reason = "output.device is auto but no hardware profile was given (compile with "
-                 "--profile hw.yaml from `sluice profile`): everything runs on the CPU";
+      d.reason =
+          "output.device is auto but no hardware profile was given (compile with "
+          "--profile hw.yaml from `sluice profile`): everything runs on the CPU";
     } else if (!profile->gpu) {
       d.chosen = add(all_cpu);
-      d.reason = "output.device is auto and " + profile_name +
-                 " has no GPU: everything runs on the CPU";
+      d.reason =
+          "output.device is auto and " + profile_name + " has no GPU: everything runs on the CPU";
     } else if (!any_movable) {
       d.chosen = add(all_cpu);
       d.reason = "output.device is auto; " + why_not_movable + ": everything runs on the CPU";
@@ -200,13 +202,16 @@ void PlaceStages(Graph& graph, Diagnostics& diags) {
       if (d.chosen == 0) {
         d.reason = "output.device is auto: all on cpu has the highest predicted throughput (" +
                    Ips(cpu.images_per_second) + " images/s, " + cpu.limit + "-bound, at " +
-                   std::to_string(d.cpu_budget) + " CPU core(s)); moving the pointwise tail to "
+                   std::to_string(d.cpu_budget) +
+                   " CPU core(s)); moving the pointwise tail to "
                    "the GPU would not be faster";
       } else {
-        d.reason = "output.device is auto: " + best.name + " has the highest predicted "
-                   "throughput (" + Ips(best.images_per_second) + " images/s, " + best.limit +
-                   "-bound, vs " + Ips(cpu.images_per_second) + " all on cpu, " + cpu.limit +
-                   "-bound, at " + std::to_string(d.cpu_budget) + " CPU core(s))";
+        d.reason = "output.device is auto: " + best.name +
+                   " has the highest predicted "
+                   "throughput (" +
+                   Ips(best.images_per_second) + " images/s, " + best.limit + "-bound, vs " +
+                   Ips(cpu.images_per_second) + " all on cpu, " + cpu.limit + "-bound, at " +
+                   std::to_string(d.cpu_budget) + " CPU core(s))";
       }
     }
   } else {  // cuda or cuda:N: move all that can move
@@ -221,18 +226,20 @@ void PlaceStages(Graph& graph, Diagnostics& diags) {
     } else {
       if (profile != nullptr) add(all_cpu);
       d.chosen = add(largest);
-      d.reason = "output.device is " + d.requested + ": every step that can run on the GPU "
-                 "does (" + d.alternatives[d.chosen].name + ")";
+      d.reason = "output.device is " + d.requested +
+                 ": every step that can run on the GPU "
+                 "does (" +
+                 d.alternatives[d.chosen].name + ")";
       if (profile != nullptr && !profile->gpu) {
-        d.reason += "; " + profile_name + " has no GPU, so GPU time and the bus are not "
+        d.reason += "; " + profile_name +
+                    " has no GPU, so GPU time and the bus are not "
                     "predicted";
       }
     }
   }
 
   // Apply the chosen split to the nodes.
-  std::vector<int> chosen_split =
-      d.chosen >= 0 ? d.alternatives[d.chosen].gpu_from : all_cpu;
+  std::vector<int> chosen_split = d.chosen >= 0 ? d.alternatives[d.chosen].gpu_from : all_cpu;
   bool split_any = false;
   for (size_t g = 0; g < groups; ++g) {
     const std::vector<NodeId> nodes = GroupNodes(graph, static_cast<int>(g));

@@ -3,9 +3,9 @@
 
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string_view>
 
 #include "compiler/cost/cost_model.h"
@@ -38,17 +38,16 @@ const Node* FindBatch(const Graph& graph) {
 
 std::string OutputDevice(const Graph& graph) {
   const ParamValue* device = FindParam(graph.output, "device");
-  return device && std::holds_alternative<std::string>(device->value) ? device->AsString()
-                                                                       : "auto";
+  return device && std::holds_alternative<std::string>(device->value) ? device->AsString() : "auto";
 }
 
 // What plan.json and report.txt state about placement: the pass's decision
 // (Graph::placement), made effective only where the code generator built the
 // GPU part of a split group. Without it the group runs whole on the CPU.
 struct EffectivePlacement {
-  std::vector<int> gpu_from;      // per group, -1 = all on the CPU
-  std::vector<Device> devices;    // per node
-  std::string device = "cpu";     // "cpu" or "cuda:N"
+  std::vector<int> gpu_from;    // per group, -1 = all on the CPU
+  std::vector<Device> devices;  // per node
+  std::string device = "cpu";   // "cpu" or "cuda:N"
   std::string reason;
   const PlacementAlternative* predicted = nullptr;  // the alternative that runs, if predicted
   std::optional<CostPrediction> cost;               // its breakdown (with a profile)
@@ -74,12 +73,12 @@ EffectivePlacement Effective(const Graph& graph, const KernelRecord& kernels) {
                        !kernels.artifact.kernels[g].cpu_part_symbol.empty();
     if (!built) {
       if (dropped.empty()) {
-        dropped = kernels.artifact.cuda_target.empty()
-                      ? "CUDA kernels were not built" +
-                            (kernels.artifact.cuda_note.empty()
-                                 ? std::string()
-                                 : " (" + kernels.artifact.cuda_note + ")")
-                      : "the code generator built no GPU part for group " + std::to_string(g);
+        dropped =
+            kernels.artifact.cuda_target.empty()
+                ? "CUDA kernels were not built" + (kernels.artifact.cuda_note.empty()
+                                                       ? std::string()
+                                                       : " (" + kernels.artifact.cuda_note + ")")
+                : "the code generator built no GPU part for group " + std::to_string(g);
       }
       continue;
     }
@@ -132,7 +131,11 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-std::string Ms(double s) { return Fixed(s * 1e3, 3) + " ms"; }
+// "1.234 ms", or "0.5 us" below 0.1 ms.
+std::string Ms(double s) {
+  if (s > 0 && s < 1e-4) return Fixed(s * 1e6, 1) + " us";
+  return Fixed(s * 1e3, 3) + " ms";
+}
 
 json ValueRef(const Graph& graph, ValueId id) {
   const Value& v = graph.value(id);
@@ -220,9 +223,8 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
       if (graph.nodes[n].fusion_group == g) node_ids.push_back(n);
     }
     for (const ChainStep& step : chain.steps) {
-      steps.push_back(json{{"op", step.op->name},
-                           {"op_id", step.op_id},
-                           {"params", pf::ParamsToJson(step.params)}});
+      steps.push_back(json{
+          {"op", step.op->name}, {"op_id", step.op_id}, {"params", pf::ParamsToJson(step.params)}});
     }
     std::string cuda_symbol, cpu_part_symbol, gpu_batch_symbol;
     if (g < static_cast<int>(kernels.artifact.kernels.size())) {
@@ -239,35 +241,36 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
     auto symbol_or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
     const Node& last = graph.nodes[node_ids.back().get<size_t>()];
     const Node& first = graph.nodes[node_ids.front().get<size_t>()];
-    groups.push_back(json{
-        {"id", g},
-        {"symbol", chain.symbol},
-        {"cuda_symbol", cuda_symbol.empty() ? json(nullptr) : json(cuda_symbol)},
-        {"nodes", node_ids},
-        {"input", graph.value(first.inputs[0]).name},
-        {"input_type", pf::TypeToJson(chain.input)},
-        {"output", graph.value(last.outputs[0]).name},
-        {"output_type", pf::TypeToJson(chain.output)},
-        {"batch_field", BatchFieldOf(graph, last.outputs[0])},
-        {"steps", steps},
-        {"gpu_from", gpu_from},
-        {"cpu_part_symbol", symbol_or_null(cpu_part_symbol)},
-        {"gpu_batch_symbol", symbol_or_null(gpu_batch_symbol)},
-        {"staging_type", staging},
-        {"abi",
-         json{{"signature", "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
-              {"reference", "ops/fusion/kernel_abi.h"},
-              {"args", args}}}});
+    groups.push_back(
+        json{{"id", g},
+             {"symbol", chain.symbol},
+             {"cuda_symbol", cuda_symbol.empty() ? json(nullptr) : json(cuda_symbol)},
+             {"nodes", node_ids},
+             {"input", graph.value(first.inputs[0]).name},
+             {"input_type", pf::TypeToJson(chain.input)},
+             {"output", graph.value(last.outputs[0]).name},
+             {"output_type", pf::TypeToJson(chain.output)},
+             {"batch_field", BatchFieldOf(graph, last.outputs[0])},
+             {"steps", steps},
+             {"gpu_from", gpu_from},
+             {"cpu_part_symbol", symbol_or_null(cpu_part_symbol)},
+             {"gpu_batch_symbol", symbol_or_null(gpu_batch_symbol)},
+             {"staging_type", staging},
+             {"abi", json{{"signature",
+                           "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
+                          {"reference", "ops/fusion/kernel_abi.h"},
+                          {"args", args}}}});
   }
   plan["fusion_groups"] = groups;
 
   const KernelArtifact& a = kernels.artifact;
-  plan["kernels"] = json{{"file", pf::kKernelsFile},
-                         {"hash", kernels.hash},
-                         {"bytes", kernels.bytes},
-                         {"cpu_targets", a.cpu_targets},
-                         {"cuda_target", a.cuda_target.empty() ? json(nullptr) : json(a.cuda_target)},
-                         {"cuda_note", a.cuda_note}};
+  plan["kernels"] =
+      json{{"file", pf::kKernelsFile},
+           {"hash", kernels.hash},
+           {"bytes", kernels.bytes},
+           {"cpu_targets", a.cpu_targets},
+           {"cuda_target", a.cuda_target.empty() ? json(nullptr) : json(a.cuda_target)},
+           {"cuda_note", a.cuda_note}};
 
   const PlacementDecision& d = graph.placement;
   json placed = json::array();
@@ -290,15 +293,16 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
   for (size_t i = 0; i < d.alternatives.size(); ++i) {
     alternatives.push_back(AlternativeJson(d.alternatives[i], static_cast<int>(i) == d.chosen));
   }
-  plan["placement"] = json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
-                           {"device", placement.device},
-                           {"reason", placement.reason},
-                           {"nodes", placed},
-                           {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
-                           {"cpu_budget_from", d.cpu_budget_from},
-                           {"profile", graph.profile ? json(graph.profile->machine) : json(nullptr)},
-                           {"predicted", predicted},
-                           {"alternatives", alternatives}};
+  plan["placement"] =
+      json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
+           {"device", placement.device},
+           {"reason", placement.reason},
+           {"nodes", placed},
+           {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
+           {"cpu_budget_from", d.cpu_budget_from},
+           {"profile", graph.profile ? json(graph.profile->machine) : json(nullptr)},
+           {"predicted", predicted},
+           {"alternatives", alternatives}};
   return plan;
 }
 
@@ -344,8 +348,10 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
       r += "    decode pushdown:";
       if (crops) r += " the composed crop window becomes the decoder's region of interest;";
       if (rescales) {
-        r += " DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by default"
-             " (`sluice run --dct-scaling`), because it changes pixels beyond the kernels' tolerance;";
+        r +=
+            " DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by default"
+            " (`sluice run --dct-scaling`), because it changes pixels beyond the kernels' "
+            "tolerance;";
       }
       r += " the runtime does this per sample\n";
     }
@@ -377,13 +383,15 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
       FusedChain chain = ChainForGroup(graph, g);
       std::vector<TensorType> types = ChainStepTypes(chain);
       std::string ops;
-      for (size_t i = k; i < chain.steps.size(); ++i) ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
+      for (size_t i = k; i < chain.steps.size(); ++i)
+        ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
       r += "  group " + std::to_string(g) + ": steps " + std::to_string(k) + ".. (" + ops +
            ") run batch-wide on the GPU";
       if (k <= static_cast<int>(types.size())) {
         r += "; the CPU writes " + types[k - 1].ToString() + " (" +
              Fixed(static_cast<double>(types[k - 1].dims[0] * types[k - 1].dims[1] *
-                                       types[k - 1].dims[2]), 0) +
+                                       types[k - 1].dims[2]),
+                   0) +
              " bytes/sample) into pinned staging, which crosses the bus";
       }
       r += "\n";
@@ -394,9 +402,10 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
        " bytes, " + kernels.hash + ")\n  CPU targets:";
   for (const std::string& t : a.cpu_targets) r += " " + t;
   if (a.cpu_targets.empty()) r += " none";
-  r += "\n  CUDA: " + (a.cuda_target.empty() ? "not built" + (a.cuda_note.empty() ? std::string()
-                                                                               : " (" + a.cuda_note + ")")
-                                             : a.cuda_target) +
+  r += "\n  CUDA: " +
+       (a.cuda_target.empty()
+            ? "not built" + (a.cuda_note.empty() ? std::string() : " (" + a.cuda_note + ")")
+            : a.cuda_target) +
        "\n";
   if (!graph.profile) {
     r += "cost model: no hardware profile given (compile with --profile hw.yaml, measured by "
@@ -408,7 +417,8 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
          (hw.machine.empty() ? std::string("unnamed") : hw.machine) + "\n";
     r += "  image: " + Fixed(c.shape.width, 0) + "x" + Fixed(c.shape.height, 0) + ", " +
          Fixed(c.shape.file_bytes, 0) + " bytes" +
-         (c.shape.from_profile ? " (the profile's dataset means)" : " (assumed: ImageNet's typical)") +
+         (c.shape.from_profile ? " (the profile's dataset means)"
+                               : " (assumed: ImageNet's typical)") +
          "\n";
     r += "  per sample on one CPU core: read " + Ms(c.read_s) + " + decode " + Ms(c.decode_s);
     if (!c.decode_regions.empty()) {
@@ -432,11 +442,11 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
       for (size_t i = 0; i < d.alternatives.size(); ++i) {
         const PlacementAlternative& alt = d.alternatives[i];
         r += std::string(static_cast<int>(i) == d.chosen ? "  * " : "    ") + alt.name + ": " +
-             (alt.predicted ? Fixed(alt.images_per_second, 0) + " images/s (" + alt.limit +
-                                  "-bound; cpu " + Ms(alt.cpu_s_per_sample) + ", gpu " +
-                                  Ms(alt.gpu_s_per_sample) + ", bus " +
-                                  Fixed(alt.h2d_bytes_per_sample, 0) + " B per sample)"
-                            : std::string("not predicted")) +
+             (alt.predicted
+                  ? Fixed(alt.images_per_second, 0) + " images/s (" + alt.limit + "-bound; cpu " +
+                        Ms(alt.cpu_s_per_sample) + ", gpu " + Ms(alt.gpu_s_per_sample) + ", bus " +
+                        Fixed(alt.h2d_bytes_per_sample, 0) + " B per sample)"
+                  : std::string("not predicted")) +
              (static_cast<int>(i) == d.chosen ? "  <- chosen" : "") + "\n";
       }
       r += "  why: " + d.reason + "\n";
@@ -468,8 +478,7 @@ Status CompilePlan(const Graph& graph, const std::string& spec_text, const std::
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "`" + out_dir + "` exists and is not a directory",
+    return MakeError(ErrorCode::kInvalidArgument, "`" + out_dir + "` exists and is not a directory",
                      "a plan is a directory; pick another name for -o");
   }
   fs::create_directories(out_dir, ec);
@@ -483,9 +492,9 @@ Status CompilePlan(const Graph& graph, const std::string& spec_text, const std::
   const std::string so = (fs::path(out_dir) / pf::kKernelsFile).string();
   auto hash = pf::HashFile(so);
   if (!hash) {
-    return MakeError(ErrorCode::kInternal,
-                     "the code generator did not leave " + std::string(pf::kKernelsFile) +
-                         " in `" + out_dir + "`: " + hash.error().message);
+    return MakeError(ErrorCode::kInternal, "the code generator did not leave " +
+                                               std::string(pf::kKernelsFile) + " in `" + out_dir +
+                                               "`: " + hash.error().message);
   }
   record.hash = *hash;
   record.bytes = static_cast<int64_t>(fs::file_size(so, ec));

@@ -61,8 +61,11 @@ HardwareProfile Profile() {
   p.cpu.decode_fixed_s = 50e-6;
   p.cpu.resample_ns_per_px = 5;
   p.cpu.pointwise_ns_per_elem = 0.5;
-  p.gpu = HardwareProfile::Gpu{.name = "g", .device = 0, .h2d_pinned_gbps = 24,
-                               .h2d_pageable_gbps = 9, .pointwise_gelem_per_s = 300,
+  p.gpu = HardwareProfile::Gpu{.name = "g",
+                               .device = 0,
+                               .h2d_pinned_gbps = 24,
+                               .h2d_pageable_gbps = 9,
+                               .pointwise_gelem_per_s = 300,
                                .launch_s = 25.6e-6};
   return p;
 }
@@ -74,8 +77,11 @@ TEST(CostModel, SampleShapeFromTheProfileOrImagenetDefaults) {
   EXPECT_EQ(d.height, 375);
   EXPECT_EQ(d.file_bytes, 110000);
   EXPECT_FALSE(d.from_profile);
-  p.storage = HardwareProfile::Storage{.path = "/d", .read_mbps = 500, .latency_s = 1e-4,
-                                       .mean_file_bytes = 200000, .mean_width = 640,
+  p.storage = HardwareProfile::Storage{.path = "/d",
+                                       .read_mbps = 500,
+                                       .latency_s = 1e-4,
+                                       .mean_file_bytes = 200000,
+                                       .mean_width = 640,
                                        .mean_height = 480};
   SampleShape s = ExpectedSampleShape(p);
   EXPECT_EQ(s.width, 640);
@@ -136,12 +142,12 @@ TEST(CostModel, ChainCostPerPlacement) {
   EXPECT_NEAR(split.kernel_cpu_s, 5e-9 * 224 * 224, 1e-12);  // resample only, uint8 out
   EXPECT_EQ(split.h2d_bytes, 224.0 * 224 * 3);
   // color_jitter on the CPU costs one op's share of the tail.
-  FusedChain jitter = BuildFusedChains(Compile(
-      "  - random_resized_crop: {size: [224, 224]}\n"
-      "  - color_jitter: {brightness: 0.4}\n"
-      "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], scale: 255}\n"
-      "  - layout: {to: CHW}\n"
-      "  - cast: {dtype: float16}\n"))[0];
+  FusedChain jitter = BuildFusedChains(
+      Compile("  - random_resized_crop: {size: [224, 224]}\n"
+              "  - color_jitter: {brightness: 0.4}\n"
+              "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], scale: 255}\n"
+              "  - layout: {to: CHW}\n"
+              "  - cast: {dtype: float16}\n"))[0];
   EXPECT_NEAR(ChainCost(p, jitter, 2, 256).kernel_cpu_s,
               5e-9 * 224 * 224 + 0.5e-9 / 3 * 3 * 224 * 224, 1e-12);
   EXPECT_NEAR(ChainCost(p, jitter, -1, 256).kernel_cpu_s,
@@ -149,10 +155,21 @@ TEST(CostModel, ChainCostPerPlacement) {
   EXPECT_NEAR(split.gpu_s, 3.0 * 224 * 224 / 300e9 + 25.6e-6 / 256, 1e-15);
 }
 
+TEST(CostModel, WritingTheBatchSlotCostsMemoryBandwidth) {
+  HardwareProfile p = Profile();
+  FusedChain chain = BuildFusedChains(Compile(kTrain))[0];
+  const double cpu0 = ChainCost(p, chain, -1, 256).kernel_cpu_s;
+  const double split0 = ChainCost(p, chain, 2, 256).kernel_cpu_s;
+  p.cpu.memory_bandwidth_gbps = 1;  // 1 GB/s
+  // float16 output (2 bytes x 150528) vs uint8 staging (150528 bytes).
+  EXPECT_NEAR(ChainCost(p, chain, -1, 256).kernel_cpu_s - cpu0, 2 * 150528 / 1e9, 1e-12);
+  EXPECT_NEAR(ChainCost(p, chain, 2, 256).kernel_cpu_s - split0, 150528 / 1e9, 1e-12);
+}
+
 TEST(CostModel, PredictionAddsReadDecodeAndKernelsAndTakesTheTightestLimit) {
   HardwareProfile p = Profile();
-  p.storage = HardwareProfile::Storage{.path = "/d", .read_mbps = 1000, .latency_s = 1e-4,
-                                       .mean_file_bytes = 100000};
+  p.storage = HardwareProfile::Storage{
+      .path = "/d", .read_mbps = 1000, .latency_s = 1e-4, .mean_file_bytes = 100000};
   Graph graph = Compile(kTrain);
   CostPrediction c = PredictCost(p, graph, {-1}, 2);
   EXPECT_NEAR(c.read_s, 1e-4 + 100000 / 1e9, 1e-12);

@@ -52,8 +52,11 @@ HardwareProfile CpuOnly() {
 HardwareProfile FastGpu() {
   HardwareProfile p = CpuOnly();
   p.machine = "synthetic 2-core CPU + fast GPU";
-  p.gpu = HardwareProfile::Gpu{.name = "fast", .device = 0, .h2d_pinned_gbps = 24,
-                               .h2d_pageable_gbps = 9, .pointwise_gelem_per_s = 300,
+  p.gpu = HardwareProfile::Gpu{.name = "fast",
+                               .device = 0,
+                               .h2d_pinned_gbps = 24,
+                               .h2d_pageable_gbps = 9,
+                               .pointwise_gelem_per_s = 300,
                                .launch_s = 10e-6};
   return p;
 }
@@ -63,8 +66,9 @@ Graph Place(const std::string& steps, std::optional<HardwareProfile> profile,
   std::string text =
       "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n"
       "  - decode_jpeg: {in: jpg, out: image}\n" +
-      steps + "batch:\n  size: 256\n  fields: {image: image, label: cls}\noutput:\n  device: " +
-      device + "\n";
+      steps +
+      "batch:\n  size: 256\n  fields: {image: image, label: cls}\noutput:\n  device: " + device +
+      "\n";
   Diagnostics diags;
   Spec spec = ParseSpecText(text, "t.yaml", diags);
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
@@ -110,8 +114,7 @@ TEST(Placement, NoGpuInTheProfileKeepsEverythingOnTheCpu) {
   Graph graph = Place(kTrain, CpuOnly(), "auto", 1);
   EXPECT_EQ(Devices(graph), "cccccccc");
   EXPECT_EQ(graph.placement.device, "cpu");
-  EXPECT_NE(graph.placement.reason.find("has no GPU"), std::string::npos)
-      << graph.placement.reason;
+  EXPECT_NE(graph.placement.reason.find("has no GPU"), std::string::npos) << graph.placement.reason;
   ASSERT_EQ(graph.placement.alternatives.size(), 1u);
   EXPECT_EQ(Chosen(graph).gpu_from, std::vector<int>{-1});
   EXPECT_GT(Chosen(graph).images_per_second, 0);
@@ -172,8 +175,7 @@ TEST(Placement, LargeCpuBudgetStaysOnTheCpuWhenThatIsFaster) {
   EXPECT_EQ(Devices(large), "cccccccc");
   EXPECT_EQ(large.placement.chosen, 0);
   EXPECT_EQ(large.placement.alternatives[1].limit, "gpu");
-  EXPECT_NE(large.placement.reason.find("all on cpu"), std::string::npos)
-      << large.placement.reason;
+  EXPECT_NE(large.placement.reason.find("all on cpu"), std::string::npos) << large.placement.reason;
 }
 
 TEST(Placement, SpecCpuBudgetIsUsedWithoutOverride) {
@@ -186,6 +188,7 @@ TEST(Placement, SpecCpuBudgetIsUsedWithoutOverride) {
 TEST(Placement, TiesGoToTheCpu) {
   HardwareProfile p = FastGpu();
   p.cpu.pointwise_ns_per_elem = 0;  // the tail is free on the CPU: nothing to gain
+  p.cpu.memory_bandwidth_gbps = 0;  // and so are the batch slot's bytes (no term)
   Graph graph = Place(kTrain, p, "auto", 1);
   EXPECT_EQ(graph.placement.chosen, 0);
   EXPECT_EQ(Devices(graph), "cccccccc");
