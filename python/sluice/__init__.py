@@ -78,6 +78,7 @@ def compile(  # noqa: A001  (the API name the design asks for)
     vars: Optional[Mapping[str, str]] = None,
     cpu_targets: Optional[Sequence[str]] = None,
     cuda: Optional[bool] = None,
+    cpu_budget: Optional[int] = None,
 ) -> "Plan":
     """Compiles a spec into a plan directory and returns the Plan.
 
@@ -85,8 +86,14 @@ def compile(  # noqa: A001  (the API name the design asks for)
     out: the plan directory to write (created; files in an existing one are
         replaced). None: a temporary directory removed when the Plan (and every
         loader made from it) is garbage collected.
-    profile: a hardware profile for the cost model. Not built yet: anything but
-        None raises UnsupportedError.
+    profile: a hardware profile file (`sluice profile -o hw.yaml`) for the cost
+        model: report.txt and plan.json ("placement") then carry the predicted
+        images/s, and with output.device auto the pointwise tail moves to the GPU
+        when that is predicted faster (see docs/cost_model.md). A missing file
+        raises NotFoundError, a malformed one SpecError.
+    cpu_budget: cores the loader may use in that prediction (like
+        `sluice compile --cpu-budget N`); default: output.cpu_budget, else the
+        profile's cores.
     vars: values for the plan's ${VARS}; when given, the plan is loaded (and
         checked) now, else at the first plan.loader() call (see Plan.bind).
     cpu_targets, cuda: code generation targets (Halide target strings; default:
@@ -97,13 +104,13 @@ def compile(  # noqa: A001  (the API name the design asks for)
     to tens of seconds). Errors: SpecError (text lists every mistake as
     file:line:col: error: ...), NotFoundError, and code generation errors.
     """
-    if profile is not None:
+    if cpu_budget is not None and (not isinstance(cpu_budget, int) or cpu_budget < 1):
         _sluice.raise_error(
-            "unsupported",
-            "hardware profiles are not supported yet (profile=%r)" % (os.fspath(profile),),
-            "compile without profile=; `sluice profile` and the cost model's profile input "
-            "are not built yet",
+            "invalid_argument",
+            "cpu_budget must be a whole number of cores >= 1, got %r" % (cpu_budget,),
+            "pass cpu_budget=N or leave it None",
         )
+    profile_s = None if profile is None else os.fspath(profile)
     spec_s = os.fspath(spec)
     is_text = _is_spec_text(spec_s)
     cleanup = None
@@ -119,6 +126,8 @@ def compile(  # noqa: A001  (the API name the design asks for)
             out_s,
             None if cpu_targets is None else list(cpu_targets),
             cuda,
+            profile_s,
+            cpu_budget,
         )
     except BaseException:
         if cleanup:
@@ -207,6 +216,8 @@ class Plan:
         world_size: Optional[int] = None,
         epoch: int = 0,
         seed: Optional[int] = None,
+        device: Optional[str] = None,
+        wait_for_device: bool = True,
         **overrides: Any,
     ) -> "Loader":
         """A Loader over this plan.
@@ -214,6 +225,16 @@ class Plan:
         rank, world_size: sharding; None = the plan's sampling.rank/world_size,
             else RANK/WORLD_SIZE from the environment, else 0 of 1.
         epoch: the first epoch. seed: overrides sampling.seed.
+        device: where the plan's GPU stages run (docs/gpu.md). None = the
+            plan's output.device ("auto": the GPU when the plan has a GPU stage
+            and a CUDA device is usable, else the CPU with a warning in
+            stats()["warnings"]); "cpu" forces the CPU kernels; "cuda" /
+            "cuda:N" forces the GPU (UnsupportedError when it is not usable).
+            Fields computed on the GPU are CUDA tensors (tensor.device
+            "cuda:N", torch.from_dlpack gives a CUDA tensor without a copy).
+        wait_for_device: True: each batch's device work has completed when it
+            is yielded. False: it is yielded once enqueued; torch.from_dlpack
+            (DLPack stream protocol) makes the current stream wait on it.
         overrides: loader knobs: threads, prefetch, in_flight (ints),
             relaxed_ordering (bool), dct_scaling (bool).
         """
@@ -243,6 +264,8 @@ class Plan:
             in_flight=knob("in_flight"),
             relaxed_ordering=overrides.get("relaxed_ordering"),
             dct_scaling=bool(overrides.get("dct_scaling", False)),
+            device=None if device is None else str(device),
+            wait_for_device=bool(wait_for_device),
         )
         return Loader(core, self)
 
@@ -292,7 +315,9 @@ class Loader:
 
     def stats(self) -> Dict[str, Any]:
         """Throughput, latency percentiles, consumer wait time, bad samples,
-        per-stage busy time (LoaderStats in include/sluice/loader.h)."""
+        per-stage busy time, `device` (where the GPU stages run: "cpu" or
+        "cuda:N") and `warnings` (conditions worked around, e.g. no CUDA device
+        for a plan with GPU stages) (LoaderStats in include/sluice/loader.h)."""
         return self._core.stats()
 
     @property

@@ -166,9 +166,12 @@ def test_missing_plan_and_data(tmp_path, eval_plan_dir):
         plan.loader()
 
 
-def test_profile_not_supported_yet():
-    with pytest.raises(sluice.UnsupportedError, match="profile"):
-        sluice.compile(EVAL_SPEC, profile="hw.yaml")
+def test_missing_profile_file(tmp_path):
+    # profile= is a hardware profile file (tests/python/test_placement.py).
+    from conftest import FAST_TARGETS
+    with pytest.raises(sluice.NotFoundError):
+        sluice.compile(EVAL_SPEC, profile=str(tmp_path / "no_hw.yaml"),
+                       cpu_targets=FAST_TARGETS, cuda=False)
 
 
 def test_bad_state_dict(eval_plan):
