@@ -216,6 +216,8 @@ class Plan:
         world_size: Optional[int] = None,
         epoch: int = 0,
         seed: Optional[int] = None,
+        device: Optional[str] = None,
+        wait_for_device: bool = True,
         **overrides: Any,
     ) -> "Loader":
         """A Loader over this plan.
@@ -223,6 +225,16 @@ class Plan:
         rank, world_size: sharding; None = the plan's sampling.rank/world_size,
             else RANK/WORLD_SIZE from the environment, else 0 of 1.
         epoch: the first epoch. seed: overrides sampling.seed.
+        device: where the plan's GPU stages run (docs/gpu.md). None = the
+            plan's output.device ("auto": the GPU when the plan has a GPU stage
+            and a CUDA device is usable, else the CPU with a warning in
+            stats()["warnings"]); "cpu" forces the CPU kernels; "cuda" /
+            "cuda:N" forces the GPU (UnsupportedError when it is not usable).
+            Fields computed on the GPU are CUDA tensors (tensor.device
+            "cuda:N", torch.from_dlpack gives a CUDA tensor without a copy).
+        wait_for_device: True: each batch's device work has completed when it
+            is yielded. False: it is yielded once enqueued; torch.from_dlpack
+            (DLPack stream protocol) makes the current stream wait on it.
         overrides: loader knobs: threads, prefetch, in_flight (ints),
             relaxed_ordering (bool), dct_scaling (bool).
         """
@@ -252,6 +264,8 @@ class Plan:
             in_flight=knob("in_flight"),
             relaxed_ordering=overrides.get("relaxed_ordering"),
             dct_scaling=bool(overrides.get("dct_scaling", False)),
+            device=None if device is None else str(device),
+            wait_for_device=bool(wait_for_device),
         )
         return Loader(core, self)
 
@@ -301,7 +315,9 @@ class Loader:
 
     def stats(self) -> Dict[str, Any]:
         """Throughput, latency percentiles, consumer wait time, bad samples,
-        per-stage busy time (LoaderStats in include/sluice/loader.h)."""
+        per-stage busy time, `device` (where the GPU stages run: "cpu" or
+        "cuda:N") and `warnings` (conditions worked around, e.g. no CUDA device
+        for a plan with GPU stages) (LoaderStats in include/sluice/loader.h)."""
         return self._core.stats()
 
     @property

@@ -8,6 +8,7 @@
 //                                               dicts {field: Tensor} for one epoch
 //   Tensor                                      one batch field: __dlpack__,
 //                                               __dlpack_device__, __array_interface__
+//                                               (host fields only)
 //   SluiceError and its subclasses              raised from sluice::Error values
 //
 // Contracts:
@@ -22,6 +23,12 @@
 //   capsule or numpy array made from it (numpy keeps the Tensor as its base).
 //   The batch buffer returns to the loader's pool when the last of them is
 //   gone. A Batch may outlive its Loader (see include/sluice/batch.h).
+// - Device tensors (GPU path, docs/gpu.md): __dlpack_device__ is (kDLCUDA = 2,
+//   ordinal) and __dlpack__ exports the device pointer. Per the DLPack stream
+//   protocol, __dlpack__(stream=S) makes the consumer's stream S wait on the
+//   batch's CUDA event (no host sync); stream=None synchronizes the host on the
+//   event; stream=-1 does neither. __array_interface__ raises for them (numpy
+//   would read device memory).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -42,6 +49,7 @@
 #include "compiler/plan/plan_writer.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
+#include "runtime/device/cuda_driver.h"
 #include "sluice/sluice.h"
 
 namespace py = pybind11;
@@ -282,12 +290,61 @@ class Tensor {
   const TensorView& view() const { return batch_->fields()[field_]; }
   const std::shared_ptr<const Batch>& batch() const { return batch_; }
 
-  py::capsule DLPack(py::object stream) const {
+  bool on_device() const { return view().device_type == DeviceType::kCUDA; }
+
+  // (DLPack device type, device id): (1, 0) for host memory, (2, N) for cuda:N.
+  py::tuple DLPackDevice() const {
+    return on_device() ? py::make_tuple(2, view().device_id) : py::make_tuple(1, 0);
+  }
+
+  std::string Device() const {
+    return on_device() ? "cuda:" + std::to_string(view().device_id) : "cpu";
+  }
+
+  // The DLPack stream protocol for a device field: the consumer's `stream`
+  // (an int: 1 legacy default, 2 per-thread default, else a CUstream handle;
+  // -1: no synchronization) waits on the batch's event; None: host sync.
+  // Without the GIL (the event may still be pending).
+  void SyncForConsumer(const py::object& stream) const {
+    void* event = batch_->cuda_event();
+    std::optional<int64_t> handle;
     if (!stream.is_none()) {
+      if (!py::isinstance<py::int_>(stream)) {
+        RaiseError(Error{ErrorCode::kInvalidArgument,
+                         "__dlpack__(stream=...) takes an int stream handle or None",
+                         "torch passes torch.cuda.current_stream().cuda_stream (1 for the "
+                         "legacy default stream)"});
+      }
+      handle = stream.cast<int64_t>();
+    }
+    if (handle == -1) return;  // the consumer asked for no synchronization
+    if (event == nullptr) return;  // no device work pending (not a GPU batch)
+    const int ordinal = view().device_id;
+    Status st;
+    {
+      py::gil_scoped_release release;
+      if (!handle) {
+        st = runtime::cuda::EventSynchronize(event);
+      } else if (*handle < 0) {
+        st = MakeError(ErrorCode::kInvalidArgument,
+                       "__dlpack__(stream=" + std::to_string(*handle) +
+                           ") is not a CUDA stream handle");
+      } else {
+        st = runtime::cuda::StreamWaitEvent(ordinal, static_cast<uintptr_t>(*handle), event);
+      }
+    }
+    Check(st);
+  }
+
+  py::capsule DLPack(py::object stream) const {
+    const TensorView& v = view();
+    if (on_device()) {
+      SyncForConsumer(stream);
+    } else if (!stream.is_none() && !(py::isinstance<py::int_>(stream) &&
+                                      stream.cast<int64_t>() == -1)) {
       RaiseError(Error{ErrorCode::kInvalidArgument,
                        "__dlpack__(stream=...) is for device tensors; this tensor is on the CPU"});
     }
-    const TensorView& v = view();
     auto dtype = DLType(v.dtype);
     if (!dtype) {
       RaiseError(Error{ErrorCode::kUnsupported, "field `" + v.name + "` has dtype " +
@@ -305,7 +362,7 @@ class Tensor {
     ctx->strides = v.strides;
     DLTensor& t = ctx->managed.dl_tensor;
     t.data = v.data;
-    t.device = DLDevice{1, 0};
+    t.device = on_device() ? DLDevice{2, v.device_id} : DLDevice{1, 0};
     t.ndim = static_cast<int32_t>(v.shape.size());
     t.dtype = *dtype;
     t.shape = ctx->shape.data();
@@ -332,6 +389,13 @@ class Tensor {
 
   py::dict ArrayInterface() const {
     const TensorView& v = view();
+    if (on_device()) {
+      RaiseError(Error{ErrorCode::kUnsupported,
+                       "field `" + v.name + "` is in CUDA device memory (" + Device() +
+                           "); numpy reads host memory only",
+                       "use torch.from_dlpack(tensor) for a CUDA tensor without a copy, or "
+                       "plan.loader(device=\"cpu\") for host batches"});
+    }
     auto typestr = TypeStr(v.dtype);
     if (!typestr) {
       RaiseError(Error{ErrorCode::kUnsupported,
@@ -444,6 +508,8 @@ class PyLoader {
     d["in_flight"] = s.in_flight;
     d["pool_buffers"] = s.pool_buffers;
     d["batch_bytes"] = s.batch_bytes;
+    d["device"] = s.device;
+    d["warnings"] = s.warnings;
     return d;
   }
 
@@ -551,11 +617,14 @@ PYBIND11_MODULE(_sluice, m) {
       .def_property_readonly("cuda_target", &Plan::cuda_target);
 
   py::class_<Tensor>(m, "Tensor",
-                     "One field of a batch (CPU memory, row-major). Zero-copy into numpy "
-                     "(numpy.asarray / numpy.from_dlpack) and torch (torch.from_dlpack). Keeps "
-                     "the batch buffer alive until every view of it is gone.")
+                     "One field of a batch (row-major; host memory, or CUDA device memory "
+                     "on the GPU path: see `device`). Zero-copy into numpy (numpy.asarray / "
+                     "numpy.from_dlpack; host fields only) and torch (torch.from_dlpack; a "
+                     "CUDA tensor for device fields). Keeps the batch buffer alive until "
+                     "every view of it is gone.")
       .def("__dlpack__", &Tensor::DLPack, py::arg("stream") = py::none())
-      .def("__dlpack_device__", [](const Tensor&) { return py::make_tuple(1, 0); })
+      .def("__dlpack_device__", &Tensor::DLPackDevice)
+      .def_property_readonly("device", &Tensor::Device)
       .def_property_readonly("__array_interface__", &Tensor::ArrayInterface)
       .def_property_readonly("name", [](const Tensor& t) { return t.view().name; })
       .def_property_readonly("dtype",
@@ -584,7 +653,8 @@ PYBIND11_MODULE(_sluice, m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](std::shared_ptr<Plan> plan, int rank, int world_size, uint64_t epoch,
                        std::optional<uint64_t> seed, int threads, int prefetch, int in_flight,
-                       std::optional<bool> relaxed_ordering, bool dct_scaling) {
+                       std::optional<bool> relaxed_ordering, bool dct_scaling,
+                       std::optional<std::string> device, bool wait_for_device) {
              LoaderOptions o;
              o.rank = rank;
              o.world_size = world_size;
@@ -595,6 +665,8 @@ PYBIND11_MODULE(_sluice, m) {
              o.in_flight = in_flight;
              o.relaxed_ordering = relaxed_ordering;
              o.dct_scaling = dct_scaling;
+             o.device = device;
+             o.wait_for_device = wait_for_device;
              std::optional<Result<Loader>> loader;
              {
                py::gil_scoped_release release;
@@ -605,7 +677,8 @@ PYBIND11_MODULE(_sluice, m) {
            py::arg("plan"), py::arg("rank") = -1, py::arg("world_size") = -1, py::arg("epoch") = 0,
            py::arg("seed") = py::none(), py::arg("threads") = -1, py::arg("prefetch") = -1,
            py::arg("in_flight") = -1, py::arg("relaxed_ordering") = py::none(),
-           py::arg("dct_scaling") = false)
+           py::arg("dct_scaling") = false, py::arg("device") = py::none(),
+           py::arg("wait_for_device") = true)
       .def("__iter__", [](py::object self) { return self; })
       .def(
           "__next__",

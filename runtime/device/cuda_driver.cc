@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <type_traits>
 
@@ -118,6 +119,43 @@ Result<int> ParseCudaDevice(const std::string& device) {
   }
   return MakeError(ErrorCode::kInvalidArgument,
                    "device `" + device + "` is not `cpu`, `cuda` or `cuda:N`");
+}
+
+Status StreamWaitEvent(int ordinal, uintptr_t stream, CUevent event) {
+  if (event == nullptr) return MakeError(ErrorCode::kInvalidArgument, "no CUDA event to wait on");
+  if (stream == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "stream 0 is ambiguous in the DLPack protocol",
+                     "pass 1 for the legacy default stream, 2 for the per-thread default stream, "
+                     "or a stream handle");
+  }
+  // One handle per ordinal for the process (leaked on purpose: no primary
+  // context release during static destruction, after the driver may be gone).
+  static std::mutex mu;
+  static auto* devices = new std::map<int, std::shared_ptr<CudaDevice>>();
+  std::shared_ptr<CudaDevice> dev;
+  {
+    std::lock_guard lock(mu);
+    auto it = devices->find(ordinal);
+    if (it == devices->end()) {
+      auto opened = CudaDevice::Open(ordinal);
+      if (!opened) return std::unexpected(opened.error());
+      it = devices->emplace(ordinal, std::move(*opened)).first;
+    }
+    dev = it->second;
+  }
+  CudaDevice::Scope scope(*dev);
+  SLUICE_RETURN_IF_ERROR(scope.status());
+  return dev->driver().Check(
+      dev->driver().cuStreamWaitEvent(reinterpret_cast<CUstream>(stream), event, 0),
+      "cuStreamWaitEvent");
+}
+
+Status EventSynchronize(CUevent event) {
+  if (event == nullptr) return MakeError(ErrorCode::kInvalidArgument, "no CUDA event to wait on");
+  auto d = CudaDriver::Get();
+  if (!d) return std::unexpected(d.error());
+  return (*d)->Check((*d)->cuEventSynchronize(event), "cuEventSynchronize");
 }
 
 Result<std::shared_ptr<CudaDevice>> CudaDevice::Open(int ordinal) {

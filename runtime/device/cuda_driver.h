@@ -77,6 +77,24 @@ Result<int> CudaDeviceCount();
 // Parses "cuda" (= device 0) or "cuda:N". Error kInvalidArgument otherwise.
 Result<int> ParseCudaDevice(const std::string& device);
 
+// DLPack / CUDA stream-protocol handles (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
+inline constexpr uintptr_t kLegacyDefaultStream = 1;
+inline constexpr uintptr_t kPerThreadDefaultStream = 2;
+
+// Makes `stream` wait, on the device, until `event` has completed; the host
+// does not block. `stream` is a CUstream of device `ordinal`'s primary context
+// or one of the special handles above (the legacy / per-thread default stream
+// of that context, which is made current for the call). `event` may belong to
+// any context of the process. Errors: those of CudaDriver::Get and
+// CudaDevice::Open; kInvalidArgument for a null event or stream 0 (ambiguous
+// in the DLPack protocol); kInternal from the driver. Thread-safe; the
+// device handle is opened once per ordinal and kept for the process.
+Status StreamWaitEvent(int ordinal, uintptr_t stream, CUevent event);
+
+// Blocks the calling thread until `event` has completed. Errors: those of
+// CudaDriver::Get; kInvalidArgument for a null event; kInternal from the driver.
+Status EventSynchronize(CUevent event);
+
 // One device's primary context (shared with PyTorch and every other user of
 // the runtime API in the process), retained for this object's life.
 class CudaDevice {
