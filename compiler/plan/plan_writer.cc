@@ -428,13 +428,18 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
            "% of the area -> " + Fixed(100 * reg.effective_fraction, 0) + "% of a full decode)";
     }
     r += " + fused kernels " + Ms(c.kernel_cpu_s) + " = " + Ms(c.cpu_s) + "\n";
-    r += "  GPU " + Ms(c.gpu_s) + " per sample; host-to-device " + Fixed(c.h2d_bytes, 0) +
-         " bytes per sample";
-    if (c.trainer_h2d_bytes > 0 && hw.gpu) {
-      r += " (batches are handed over in host memory; a trainer on the GPU copies " +
-           Fixed(c.trainer_h2d_bytes, 0) + " bytes per sample itself)";
+    if (hw.gpu || c.gpu_s > 0 || c.h2d_bytes > 0) {
+      r += "  GPU " + Ms(c.gpu_s) + " per sample; host-to-device " + Fixed(c.h2d_bytes, 0) +
+           " bytes per sample";
+      if (c.trainer_h2d_bytes > 0 && hw.gpu) {
+        r += " (batches are handed over in host memory; a trainer on the GPU copies " +
+             Fixed(c.trainer_h2d_bytes, 0) + " bytes per sample itself)";
+      }
+      r += "\n";
+    } else {
+      r += "  no GPU in the profile: nothing on the GPU, nothing over the bus\n";
     }
-    r += "\n  predicted: " + DescribePrediction(c) + "; CPU budget " +
+    r += "  predicted: " + DescribePrediction(c) + "; CPU budget " +
          std::to_string(d.cpu_budget) + " from " + d.cpu_budget_from + "\n";
     if (!d.alternatives.empty()) {
       r += "  alternatives considered (predicted images/s at " + std::to_string(d.cpu_budget) +
