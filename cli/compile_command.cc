@@ -1,8 +1,8 @@
 // `sluice compile SPEC [--emit=...] [-o PLAN] [--profile HW.yaml] [--cpu-budget N]`:
 // front end, IR, passes (placement reads the hardware profile and the CPU
 // budget), and with -o the plan artifact (compiler/plan/plan_writer.h).
-#include <fstream>
 #include <charconv>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -141,8 +141,8 @@ int Compile(const Args& args) {
 
   if (have_plan_out) {
     if (!stop_after.empty()) {
-      return UsageError("-o writes the plan after every pass; drop --emit=ir-after=" +
-                        stop_after + " or -o");
+      return UsageError("-o writes the plan after every pass; drop --emit=ir-after=" + stop_after +
+                        " or -o");
     }
     if (plan_out.empty()) return UsageError("-o needs a plan directory name");
     std::ifstream in(spec_path, std::ios::binary);

@@ -439,8 +439,8 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
     } else {
       r += "  no GPU in the profile: nothing on the GPU, nothing over the bus\n";
     }
-    r += "  predicted: " + DescribePrediction(c) + "; CPU budget " +
-         std::to_string(d.cpu_budget) + " from " + d.cpu_budget_from + "\n";
+    r += "  predicted: " + DescribePrediction(c) + "; CPU budget " + std::to_string(d.cpu_budget) +
+         " from " + d.cpu_budget_from + "\n";
     if (!d.alternatives.empty()) {
       r += "  alternatives considered (predicted images/s at " + std::to_string(d.cpu_budget) +
            " CPU core(s)):\n";
