@@ -33,9 +33,12 @@ commands:
       With neither --emit nor -o, prints a one-line summary.
   run PLAN [--var NAME=VALUE]... [--batches N] [--epochs E] [--threads T]
       [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
-      Load the plan and iterate its batches on the CPU (E epochs, default 1, or N
-      batches); progress on stderr, then images/s, batch latency p50/p99/max,
-      time the consumer waited, peak RSS and bad-sample counts on stdout.
+      [--device cpu|cuda|cuda:N]
+      Load the plan and iterate its batches (E epochs, default 1, or N batches);
+      progress on stderr, then the device the GPU stages ran on, warnings,
+      images/s, batch latency p50/p99/max, time the consumer waited, peak RSS
+      and bad-sample counts on stdout. --device overrides output.device: cpu
+      runs the whole chain on the CPU; cuda/cuda:N fails when no such device.
   profile -o HW.yaml [--data PATH] [--machine TEXT] [--seconds S] [--max-files N]
       Measure this machine (cores, JPEG decode per core, fused resample and
       pointwise kernel costs, memory bandwidth, and with --data the read

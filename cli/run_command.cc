@@ -1,11 +1,15 @@
 // `sluice run PLAN --var NAME=VALUE ... [--batches N] [--epochs E] [--threads T]
-//  [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]`
+//  [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
+//  [--device cpu|cuda|cuda:N]`
 //
 // Loads the plan, iterates its loader as a trainer would (touching nothing but
 // the batch handles) and reports throughput. Progress goes to stderr: a bar
 // redrawn in place on a terminal, a plain line every 2 seconds otherwise. The
-// summary goes to stdout: images/s, batch latency p50/p99/max, time the
-// consumer waited, peak RSS (getrusage) and bad-sample counts.
+// summary goes to stdout: the device the plan's GPU stages ran on and any
+// warnings (e.g. no CUDA device: the CPU path), images/s, batch latency
+// p50/p99/max, time the consumer waited, peak RSS (getrusage) and bad-sample
+// counts. --device sets LoaderOptions::device (a forced cuda that is not
+// usable is an error, exit 1).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -86,6 +90,12 @@ int Run(const Args& args) {
       if (!error.empty()) return UsageError(error);
       if (int rc = int_flag("--seed", n, 0)) return rc;
       options.seed = static_cast<uint64_t>(n);
+    } else if (TakeValue(args, i, "--device", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (value != "cpu" && value != "cuda" && !value.starts_with("cuda:")) {
+        return UsageError("--device needs cpu, cuda or cuda:N, got `" + value + "`");
+      }
+      options.device = value;
     } else if (arg == "--dct-scaling") {
       options.dct_scaling = true;
     } else if (arg.starts_with("-")) {
@@ -163,6 +173,8 @@ int Run(const Args& args) {
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
   std::printf("plan:            %s (%s)\n", plan->name().c_str(), plan_path.c_str());
+  std::printf("device:          %s\n", s.device.c_str());
+  for (const std::string& w : s.warnings) std::printf("warning:         %s\n", w.c_str());
   std::printf("batches:         %llu x %lld samples in %.2f s (threads %d, in flight %d, "
               "pool %d x %.1f MB)\n",
               static_cast<unsigned long long>(done), static_cast<long long>(loader->batch_size()),

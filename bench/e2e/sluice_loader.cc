@@ -1,7 +1,7 @@
 // sluice_e2e_loader: Sluice's side of the end-to-end benchmark.
 //
 //   sluice_e2e_loader PLAN DATA_DIR [--threads T] [--batches N] [--warmup W]
-//                     [--dct-scaling]
+//                     [--dct-scaling] [--device cpu|cuda|cuda:N] [--no-wait]
 //
 // Loads PLAN (a `sluice compile` output directory) binding ${DATA}=DATA_DIR,
 // creates a Loader with `threads` = T, takes W warm-up batches (not timed:
@@ -9,11 +9,15 @@
 // would take them (the batch handle is released at once; epochs roll over
 // transparently). Links only the runtime (no compiler, Halide or LLVM), so its
 // peak RSS (getrusage ru_maxrss, the whole process) is what a training process
-// pays for Sluice. Prints a machine-readable line last:
+// pays for Sluice. --device sets LoaderOptions::device (default: the plan's
+// output.device); on the GPU path each batch's device work has completed when
+// it is taken (LoaderOptions::wait_for_device), unless --no-wait. Prints a
+// machine-readable line last:
 //
-//   RESULT sluice images_per_s=X peak_rss_mb=Y threads=T batch=B batches=N
+//   RESULT sluice images_per_s=X peak_rss_mb=Y threads=T batch=B batches=N device=D
 //
-// (`RESULT sluice_dct ...` with --dct-scaling.)
+// (`RESULT sluice_dct ...` with --dct-scaling; D is LoaderStats::device: "cpu"
+// or "cuda:N". Warnings, e.g. the no-GPU fallback, go to stderr.)
 #include <sys/resource.h>
 
 #include <charconv>
@@ -35,7 +39,7 @@ bool ParseInt(std::string_view text, int& out) {
 int Usage() {
   std::fprintf(stderr,
                "usage: sluice_e2e_loader PLAN DATA_DIR [--threads T] [--batches N] "
-               "[--warmup W] [--dct-scaling]\n");
+               "[--warmup W] [--dct-scaling] [--device cpu|cuda|cuda:N] [--no-wait]\n");
   return 2;
 }
 
@@ -56,6 +60,11 @@ int main(int argc, char** argv) {
       if (!value(warmup)) return Usage();
     } else if (arg == "--dct-scaling") {
       options.dct_scaling = true;
+    } else if (arg == "--device") {
+      if (i + 1 >= argc) return Usage();
+      options.device = argv[++i];
+    } else if (arg == "--no-wait") {
+      options.wait_for_device = false;
     } else if (arg.starts_with("-")) {
       return Usage();
     } else if (plan_path.empty()) {
@@ -118,10 +127,11 @@ int main(int argc, char** argv) {
               "kernel %.2f s; consumer waited %.2f s; bad samples %llu\n",
               stats.read_seconds, stats.decode_seconds, stats.kernel_seconds,
               stats.consumer_wait_seconds, static_cast<unsigned long long>(stats.bad_samples));
+  for (const std::string& w : stats.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   std::printf("RESULT %s images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
-              "batches=%d\n",
+              "batches=%d device=%s\n",
               options.dct_scaling ? "sluice_dct" : "sluice", images / seconds,
               static_cast<double>(usage.ru_maxrss) / 1024.0, stats.threads,
-              static_cast<long long>(loader->batch_size()), batches);
+              static_cast<long long>(loader->batch_size()), batches, stats.device.c_str());
   return 0;
 }
