@@ -1,4 +1,4 @@
-// `sluice profile -o hw.yaml [--data PATH] [--machine TEXT] [--seconds S]`:
+// `sluice profile -o hw.yaml [--data PATH] [--machine TEXT] [--seconds S] [--max-files N]`:
 // measures this machine into a hardware profile (common/hardware_profile.h).
 //
 // The measurements live in the runtime (runtime/profile/machine_profiler.h);
@@ -52,7 +52,9 @@ int Profile(const Args& args) {
   }
   if (!files_text.empty()) {
     options.max_files = std::atoi(files_text.c_str());
-    if (options.max_files < 1) return UsageError("--max-files must be a positive integer");
+    if (options.max_files < 1 || std::to_string(options.max_files) != files_text) {
+      return UsageError("--max-files must be a positive integer, got `" + files_text + "`");
+    }
   }
   options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
 

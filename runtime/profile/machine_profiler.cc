@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <turbojpeg.h>
 #include <unistd.h>
 
@@ -41,8 +42,19 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// CPU seconds the calling thread has run. Compute probes time themselves with
+// it rather than wall time: a rate "per core" is work per CPU-second, and on a
+// shared machine other processes time-sharing the core would otherwise lower
+// it (cache and memory-bandwidth contention still show).
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // Runs `body` (one unit of work) repeatedly: a warm-up, then `reps` timed
-// rounds of at least `round_s` each; returns the median seconds per unit.
+// rounds of at least `round_s` each; returns the median thread-CPU seconds per
+// unit.
 template <class F>
 double MedianSecondsPerUnit(F&& body, double total_s, int reps = 5) {
   // Warm-up and calibration: how many units fill a round.
@@ -57,10 +69,10 @@ double MedianSecondsPerUnit(F&& body, double total_s, int reps = 5) {
   int64_t n = std::max<int64_t>(1, static_cast<int64_t>(round_s / std::max(per, 1e-9)));
   std::vector<double> rounds;
   for (int r = 0; r < reps; ++r) {
-    auto t = Clock::now();
+    const double c = ThreadCpuSeconds();
     for (int64_t i = 0; i < n; ++i) body(units + i);
     units += n;
-    rounds.push_back(Since(t) / static_cast<double>(n));
+    rounds.push_back((ThreadCpuSeconds() - c) / static_cast<double>(n));
   }
   return Median(rounds);
 }
@@ -224,9 +236,9 @@ Result<double> MeasureMemoryBandwidth(double seconds) {
   std::vector<double> rates;
   auto t0 = Clock::now();
   for (int r = 0; r < 9 && (r < 3 || Since(t0) < seconds); ++r) {
-    auto t = Clock::now();
+    const double c = ThreadCpuSeconds();
     std::memcpy(dst.get(), src.get(), bytes);
-    double s = Since(t);
+    double s = ThreadCpuSeconds() - c;
     // Keep the copy observable.
     asm volatile("" : : "r"(dst.get()) : "memory");
     if (r > 0) rates.push_back(static_cast<double>(bytes) / s / 1e9);

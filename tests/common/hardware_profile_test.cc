@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -229,6 +230,33 @@ TEST(HardwareProfileTest, CheckedInSchemaIsCurrent) {
   EXPECT_TRUE(s.str() == HardwareProfileSchema())
       << "schemas/hardware.schema.json is stale; regenerate it with:\n"
          "  build/sluice schema --hardware -o schemas/hardware.schema.json";
+}
+
+// Every checked-in example profile loads, says which machine it is, and has
+// plausible rates (a profile measured on a real machine, not a template).
+TEST(HardwareProfileTest, ExampleProfilesLoad) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(SLUICE_SOURCE_DIR) / "examples" / "profiles";
+  int loaded = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    auto p = LoadHardwareProfile(entry.path().string());
+    ASSERT_TRUE(p.has_value()) << p.error().ToString();
+    EXPECT_FALSE(p->machine.empty());
+    EXPECT_FALSE(p->measured_at.empty());
+    EXPECT_GE(p->cpu.cores, 1);
+    EXPECT_GT(p->cpu.decode_mpix_per_s, 1.0);
+    EXPECT_GT(p->cpu.memory_bandwidth_gbps, 0.1);
+    // The file is also what SaveHardwareProfile would write for it: no field lost.
+    auto again = ParseHardwareProfile(HardwareProfileToYaml(*p), entry.path().string());
+    ASSERT_TRUE(again.has_value()) << again.error().ToString();
+    EXPECT_EQ(again->cpu.decode_mpix_per_s, p->cpu.decode_mpix_per_s);
+    EXPECT_EQ(again->gpu.has_value(), p->gpu.has_value());
+    EXPECT_EQ(again->storage.has_value(), p->storage.has_value());
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 1) << "examples/profiles/ holds no *.yaml";
 }
 
 }  // namespace
