@@ -39,6 +39,8 @@ using namespace Halide;
 
 // Output columns per horizontal-pass block (one AVX2 float vector).
 constexpr int kBlock = 8;
+// Vertical pass: values per chunk (8 AVX2 float vectors).
+constexpr int kVChunk = 64;
 
 struct AxisParams {
   Param<int32_t> flip, offset, valid_lo, valid_hi, resized, window_start, window, src_lo, src_hi,
@@ -310,9 +312,10 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       // rows): a flat index keeps loads and stores dense vectors.
       ky = RDom(0, ya.taps, "ky");
       Var i("i"), io("io"), ii("ii"), iu("iu"), iv("iv");
-      Func vflat("vflat");
-      vflat(i, y) = yfw(y);
-      vflat(i, y) += yw(ky, y) * cast<float>(in(i % in_c, i / in_c, yrow(ky, y)));
+      Func vflat("vflat"), vsum("vsum");
+      vsum(i, y) = yfw(y);
+      vsum(i, y) += yw(ky, y) * cast<float>(in(i % in_c, i / in_c, yrow(ky, y)));
+      vflat(i, y) = vsum(i, y);
       vert(c, sx, y) = vflat(sx * in_c + c, y);
       // Horizontal pass without gathers: per block of kBlock output columns, a
       // banded weight matrix over the source columns the block touches.
@@ -357,14 +360,27 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       hpart(c, x, j, y) = select(j == 0, xfw(x), 0.0f);
       hpart(c, x, j, y) += xmat(x, sj) * vert(c, col, y);
       acc(c, x, y) = hpart(c, x, 0, y) + hpart(c, x, 1, y);
-      vflat.vectorize(i, 16, TailStrategy::GuardWithIf);
-      // Taps innermost over 64 columns at a time: 8 vector accumulators stay in
-      // registers across the taps (independent FMA chains; the row index is
-      // computed once per tap and 64 columns).
-      vflat.update()
-          .split(i, io, ii, 64, TailStrategy::GuardWithIf)
+      // Taps innermost over kVChunk values at a time (vsum, per chunk of vflat):
+      // 8 vector accumulators stay in registers across the taps (independent FMA
+      // chains; the row index is computed once per tap and chunk). vflat is
+      // pure, so its last chunk is shifted inwards (recomputed, not guarded):
+      // no partial vectors, whose masked uint8 loads AVX2 would scalarise. That
+      // needs at least kVChunk values in the row's range; narrower windows keep the
+      // guarded schedule.
+      Expr vals = (col_hi - col_lo + 1) * in_c;
+      vflat.specialize(vals >= kVChunk)
+          .split(i, io, ii, kVChunk, TailStrategy::ShiftInwards)
           .split(ii, iu, iv, 8)
-          .reorder(iv, iu, ky, io)
+          .vectorize(iv)
+          .unroll(iu);
+      vflat.split(i, io, ii, kVChunk, TailStrategy::GuardWithIf)
+          .split(ii, iu, iv, 8, TailStrategy::GuardWithIf)
+          .vectorize(iv);
+      vsum.compute_at(vflat, io);
+      vsum.split(i, iu, iv, 8, TailStrategy::GuardWithIf).vectorize(iv).unroll(iu);
+      vsum.update()
+          .split(i, iu, iv, 8, TailStrategy::GuardWithIf)
+          .reorder(iv, iu, ky)
           .vectorize(iv)
           .unroll(iu);
       vert = vflat;  // the stage the schedule below places per output row
