@@ -70,6 +70,13 @@ struct LoaderOptions {
   // cpu_budget or the hardware concurrency; in_flight = threads (each worker
   // holds one sample, so an in_flight above threads changes nothing and one
   // below it leaves workers idle); prefetch = 2.
+  // When threads, in_flight and prefetch all come from the auto rule (no
+  // override here, `auto` in the spec, nothing written by `sluice tune`), the
+  // loader also adjusts them online (runtime/exec/online_tuner.h): every
+  // 0.5 s of Next() calls it observes images/s and the time the consumer
+  // waited, and changes how many of its `threads` workers run and how many
+  // of its prefetch buffers are filled ahead — never above what Create
+  // allocated. Samples and batch contents do not depend on these knobs.
   int threads = -1;
   int prefetch = -1;
   int in_flight = -1;
@@ -123,6 +130,9 @@ struct LoaderStats {
   // Per-stage busy time summed over workers, seconds.
   double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
   int threads = 0, in_flight = 0, pool_buffers = 0;  // in_flight: samples alive at once
+  int prefetch = 0;             // batches filled ahead (the online tuner's current value)
+  bool online_tuning = false;   // knobs adjusted online (see LoaderOptions)
+  int64_t tuner_moves = 0;      // knob changes the online tuner made
   int64_t batch_bytes = 0;           // one batch buffer
   // Where the fused GPU stages run: "cpu" or "cuda:N".
   std::string device = "cpu";

@@ -274,6 +274,19 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   core->threads_ = static_cast<int>(threads);
   core->workers_ = static_cast<int>(std::min(threads, in_flight));
   core->prefetch_ = static_cast<int>(prefetch);
+  core->worker_cap_ = core->workers_;
+  core->prefetch_cap_ = core->prefetch_;
+  const bool auto_knobs = options.threads <= 0 && options.in_flight <= 0 &&
+                          options.prefetch <= 0 && IntOr(out, "threads", -1) <= 0 &&
+                          IntOr(out, "in_flight", -1) <= 0 && IntOr(out, "prefetch", -1) <= 0 &&
+                          tuned.threads <= 0 && tuned.in_flight <= 0 && tuned.prefetch <= 0;
+  if (auto_knobs) {
+    // Starts at the maxima (all workers, full prefetch) and gives back what the
+    // trainer does not need; never above what the pools below allocate.
+    core->online_.emplace(OnlineTuner::Limits{.max_workers = core->workers_,
+                                              .max_prefetch = core->prefetch_},
+                          core->workers_, core->prefetch_);
+  }
 
   // Pools: fixed from here on.
   core->scratch_.resize(static_cast<size_t>(core->workers_));
@@ -457,8 +470,19 @@ bool LoaderCore::WorkAvailableLocked() const {
   if (stopping_ || fatal_) return false;
   if (sched_pos_ >= sampler_->samples_per_rank()) return false;
   if (sched_pos_ % static_cast<uint64_t>(batch_size_) != 0) return true;
-  return std::any_of(buffers_.begin(), buffers_.end(),
-                     [](const PoolBuffer& b) { return b.state == BufferState::kFree; });
+  // A new batch needs a free buffer, and at most prefetch_cap_ + 1 buffers in
+  // the loader's hands (filling, transferring or ready; the pool has
+  // prefetch_ + 1, so with the cap at prefetch_ this is no limit).
+  int loader_owned = 0;
+  bool any_free = false;
+  for (const PoolBuffer& b : buffers_) {
+    if (b.state == BufferState::kFree) any_free = true;
+    if (b.state == BufferState::kFilling || b.state == BufferState::kTransferring ||
+        b.state == BufferState::kReady) {
+      ++loader_owned;
+    }
+  }
+  return any_free && loader_owned < prefetch_cap_ + 1;
 }
 
 bool LoaderCore::TakeJobLocked(Job& job) {
@@ -500,7 +524,7 @@ bool LoaderCore::TakeJobLocked(Job& job) {
 }
 
 void LoaderCore::PumpLocked() {
-  while (!idle_workers_.empty() && WorkAvailableLocked()) {
+  while (!idle_workers_.empty() && active_workers_ < worker_cap_ && WorkAvailableLocked()) {
     int w = idle_workers_.back();
     idle_workers_.pop_back();
     ++active_workers_;
@@ -516,7 +540,8 @@ void LoaderCore::WorkerLoop(int worker) {
     Job job;
     {
       std::unique_lock lock(mutex_);
-      if (!TakeJobLocked(job)) {
+      // Above the online tuner's cap, this worker goes idle first.
+      if (active_workers_ > worker_cap_ || !TakeJobLocked(job)) {
         idle_workers_.push_back(worker);
         --active_workers_;
         cv_.notify_all();
@@ -780,6 +805,7 @@ Result<std::optional<Batch>> LoaderCore::Next() {
   auto t0 = Clock::now();
   std::unique_lock lock(mutex_);
   auto done_waiting = [&] { wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count(); };
+  if (online_) ObserveLocked(t0);
   while (true) {
     if (fatal_) {
       done_waiting();
@@ -840,6 +866,27 @@ Result<std::optional<Batch>> LoaderCore::Next() {
     }
     PumpLocked();
     cv_.wait(lock);
+  }
+}
+
+void LoaderCore::ObserveLocked(Clock::time_point now) {
+  const double dt = std::chrono::duration<double>(now - tune_since_).count();
+  if (tune_since_ == Clock::time_point{} || dt > 60.0) {  // first call, or a long pause
+    tune_since_ = now;
+    tune_samples_ = samples_;
+    tune_wait_ = wait_seconds_;
+    return;
+  }
+  if (dt < kTuneInterval) return;
+  const double images_per_second = static_cast<double>(samples_ - tune_samples_) / dt;
+  const double wait_fraction = std::clamp((wait_seconds_ - tune_wait_) / dt, 0.0, 1.0);
+  tune_since_ = now;
+  tune_samples_ = samples_;
+  tune_wait_ = wait_seconds_;
+  if (online_->Observe(images_per_second, wait_fraction)) {
+    worker_cap_ = online_->workers();
+    prefetch_cap_ = online_->prefetch();
+    PumpLocked();
   }
 }
 
@@ -911,7 +958,10 @@ LoaderStats LoaderCore::Stats() const {
   s.decode_seconds = static_cast<double>(decode_ns_) * 1e-9;
   s.kernel_seconds = static_cast<double>(kernel_ns_) * 1e-9;
   s.threads = threads_;
-  s.in_flight = workers_;
+  s.in_flight = worker_cap_;
+  s.prefetch = prefetch_cap_;
+  s.online_tuning = online_.has_value();
+  s.tuner_moves = online_ ? online_->moves() : 0;
   s.pool_buffers = static_cast<int>(buffers_.size());
   s.batch_bytes = static_cast<int64_t>(buffer_bytes_);
   s.device = device_;

@@ -45,6 +45,7 @@
 
 #include "ops/fusion/kernel_abi.h"
 #include "runtime/decode/image_buffer.h"
+#include "runtime/exec/online_tuner.h"
 #include "runtime/device/cuda_driver.h"
 #include "runtime/metrics/latency_recorder.h"
 #include "runtime/sampling/epoch_sampler.h"
@@ -78,6 +79,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   size_t dataset_size() const { return source_->size(); }
 
   static constexpr int kMaxAttempts = 16;
+  // Seconds of Next() calls between two observations of the online tuner.
+  static constexpr double kTuneInterval = 0.5;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -139,6 +142,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   LoaderCore() = default;
   void PumpLocked();
   bool WorkAvailableLocked() const;
+  // Feeds the online tuner one interval's images/s and consumer wait (every
+  // kTuneInterval seconds) and applies its caps.
+  void ObserveLocked(Clock::time_point now);
   bool TakeJobLocked(Job& job);
   void WorkerLoop(int worker);
   // True when the job completed a batch that must now be launched on the GPU
@@ -210,6 +216,13 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t samples_ = 0, batches_ = 0, bad_total_ = 0, skipped_ = 0, replaced_ = 0;
   int64_t read_ns_ = 0, decode_ns_ = 0, kernel_ns_ = 0;
   double wait_seconds_ = 0;
+  // Online tuning (auto knobs only): the caps the workers and the buffer
+  // claims obey; equal to workers_ / prefetch_ when tuning is off.
+  std::optional<OnlineTuner> online_;
+  int worker_cap_ = 1, prefetch_cap_ = 1;
+  Clock::time_point tune_since_;
+  uint64_t tune_samples_ = 0;
+  double tune_wait_ = 0;
   LatencyRecorder latency_;
   std::vector<BadSample> last_bad_;
 };

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "ops/fusion/sample_args.h"
 #include "runtime/decode/jpeg_decoder.h"
@@ -295,6 +297,47 @@ TEST_F(LoaderTest, RangeForIteratesOneEpoch) {
   }
   EXPECT_EQ(n, 6);
   EXPECT_FALSE(loader.error().has_value());
+}
+
+TEST_F(LoaderTest, OnlineTuningOnlyForAutoKnobsAndKeepsBatches) {
+  // Explicit knobs: no online tuning.
+  EXPECT_FALSE(MakeLoader(Threads(2)).Stats().online_tuning);
+
+  // All knobs auto (the test spec leaves them auto): tuned online. A slow
+  // consumer never waits, so the tuner gives workers back to the trainer.
+  LoaderOptions autos;
+  autos.rank = 0;
+  autos.world_size = 1;
+  Loader tuned = MakeLoader(autos);
+  Loader fixed = MakeLoader(Threads(1));
+  const LoaderStats start = tuned.Stats();
+  ASSERT_TRUE(start.online_tuning);
+  EXPECT_EQ(start.in_flight, start.threads);  // starts at the maximum
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3500);
+  uint64_t batches = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    auto a = tuned.Next();
+    auto b = fixed.Next();
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->has_value(), b->has_value());
+    if (!a->has_value()) continue;  // end of epoch in both
+    // Same samples and pixels whatever the knobs are doing.
+    ASSERT_EQ((*a)->sample_indices(), (*b)->sample_indices());
+    const TensorView* x = (*a)->field("image");
+    const TensorView* y = (*b)->field("image");
+    ASSERT_EQ(0, std::memcmp(x->data, y->data, x->bytes));
+    ++batches;
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));  // the "training step"
+  }
+  const LoaderStats end = tuned.Stats();
+  EXPECT_GT(batches, 20u);
+  EXPECT_GE(end.in_flight, 1);
+  EXPECT_LE(end.in_flight, end.threads);
+  EXPECT_LE(end.prefetch, start.prefetch);
+  if (start.threads >= 2) {
+    EXPECT_LT(end.in_flight, start.threads) << "an idle-consumer loader keeps every worker";
+    EXPECT_GT(end.tuner_moves, 0);
+  }
 }
 
 }  // namespace
