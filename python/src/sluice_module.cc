@@ -507,6 +507,9 @@ class PyLoader {
     d["threads"] = s.threads;
     d["in_flight"] = s.in_flight;
     d["pool_buffers"] = s.pool_buffers;
+    d["prefetch"] = s.prefetch;
+    d["online_tuning"] = s.online_tuning;
+    d["tuner_moves"] = s.tuner_moves;
     d["batch_bytes"] = s.batch_bytes;
     d["device"] = s.device;
     d["warnings"] = s.warnings;

@@ -89,6 +89,9 @@ def test_stats_and_knobs(eval_plan):
     assert s["batches"] == n and s["samples"] == n * 8
     assert s["threads"] == 2
     assert s["pool_buffers"] == 4  # prefetch + 1
+    assert s["prefetch"] == 3
+    assert s["online_tuning"] is False  # explicit knobs are not tuned online
+    assert s["tuner_moves"] == 0
     assert s["batch_bytes"] >= 8 * 3 * 32 * 32 * 4
     assert s["consumer_wait_seconds"] >= 0
     with pytest.raises(TypeError, match="unknown loader override"):
