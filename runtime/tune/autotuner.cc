@@ -202,7 +202,11 @@ Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
   if (!first) return std::unexpected(first.error());
   Knobs current = start;
   double current_rate = (*first)->images_per_second;
-  while (Since(t_start) < total * 0.8) {
+  // The start's neighbours are always measured, however long the trials took
+  // (a loaded machine must not turn the search into a single trial); later
+  // rounds only while the time budget lasts.
+  bool first_round = true;
+  while (first_round || Since(t_start) < total * 0.8) {
     std::vector<Knobs> neighbours;
     auto add = [&](Knobs k) {
       if (fits(k) && !tried.count({k.threads, k.in_flight, k.prefetch})) neighbours.push_back(k);
@@ -225,7 +229,7 @@ Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
     Knobs best_n;
     double best_rate = -1;
     for (const Knobs& k : neighbours) {
-      if (Since(t_start) >= total * 0.8) break;
+      if (!first_round && Since(t_start) >= total * 0.8) break;
       auto t = run(k, "neighbour");
       if (!t) return std::unexpected(t.error());
       if ((*t)->images_per_second > best_rate) {
@@ -233,6 +237,7 @@ Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
         best_n = k;
       }
     }
+    first_round = false;
     if (best_rate > current_rate * (1 + options.min_gain)) {
       current = best_n;
       current_rate = best_rate;

@@ -13,7 +13,8 @@
 // threads = cpu budget, in_flight = threads, prefetch = 2; repeatedly try the
 // untried neighbours (threads +-1, in_flight +-1, prefetch x2 / /2) that fit
 // the budgets and move to the best one if it beats the current point by more
-// than the noise margin; stop when none does or the time is spent. Finally the
+// than the noise margin; stop when none does or the time is spent (the start's
+// own neighbours are always measured, even past the budget). Finally the
 // two best settings are measured again and the better median wins.
 //
 // Budgets: threads <= cpu_budget; in_flight <= threads (a worker holds one
