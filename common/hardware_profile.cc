@@ -110,6 +110,9 @@ const std::vector<Field<Storage>>& StorageFields() {
                    "Mean width of those JPEGs in pixels (0: none sampled)."),
       Num<Storage>("mean_height", Kind::kNonNegative, false, &Storage::mean_height,
                    "Mean height of those JPEGs in pixels (0: none sampled)."),
+      Num<Storage>("decode_mpix_per_s", Kind::kNonNegative, false, &Storage::decode_mpix_per_s,
+                   "Full decode of those JPEGs, megapixels/s per core, per-image overhead "
+                   "included (0: none decoded)."),
   };
   return f;
 }

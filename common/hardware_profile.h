@@ -25,6 +25,7 @@
 //     mean_file_bytes: 110000          # the dataset's JPEGs, sampled (when path is a dataset)
 //     mean_width: 500                  # mean decoded width / height of those JPEGs
 //     mean_height: 375
+//     decode_mpix_per_s: 150.0         # those JPEGs' full decode, Mpx/s per core (fixed cost included)
 //   gpu:                               # absent (or null) without a CUDA device
 //     name: "NVIDIA H100 80GB HBM3"
 //     device: 0
@@ -70,6 +71,11 @@ struct HardwareProfile {
     // 500x375, 110 kB.
     double mean_file_bytes = 0;
     double mean_width = 0, mean_height = 0;
+    // Full decode of those JPEGs, megapixels/s per core with the per-image
+    // overhead folded in (0: none decoded). The cost model prefers it to
+    // cpu.decode_mpix_per_s (the built-in sample), since real files differ
+    // in quality, subsampling and entropy.
+    double decode_mpix_per_s = 0;
   };
   std::optional<Storage> storage;
 

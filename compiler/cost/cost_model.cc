@@ -209,10 +209,15 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
         region = ExpectedDecodeRegion(ChainForGroup(graph, g), p.shape.width, p.shape.height);
     }
     p.decode_regions.push_back(region);
-    p.decode_s += profile.cpu.decode_fixed_s;
-    if (profile.cpu.decode_mpix_per_s > 0) {
-      p.decode_s += p.shape.width * p.shape.height / (profile.cpu.decode_mpix_per_s * 1e6) *
-                    region.effective_fraction;
+    // The dataset's own decode rate when the profile measured one (its
+    // per-image overhead is folded into the rate), else the built-in sample's
+    // rate plus its fixed per-image cost.
+    const bool dataset_rate = profile.storage && profile.storage->decode_mpix_per_s > 0;
+    const double rate = dataset_rate ? profile.storage->decode_mpix_per_s
+                                     : profile.cpu.decode_mpix_per_s;
+    if (!dataset_rate) p.decode_s += profile.cpu.decode_fixed_s;
+    if (rate > 0) {
+      p.decode_s += p.shape.width * p.shape.height / (rate * 1e6) * region.effective_fraction;
     }
   }
   const int groups = CountFusionGroups(graph);

@@ -186,6 +186,15 @@ TEST(CostModel, PredictionAddsReadDecodeAndKernelsAndTakesTheTightestLimit) {
   // Twice the cores, twice the CPU-bound throughput.
   EXPECT_NEAR(PredictCost(p, graph, {-1}, 4).images_per_second, 2 * c.images_per_second, 1e-6);
 
+  // The dataset's own decode rate, when measured, replaces the built-in
+  // sample's rate and fixed cost (its per-image overhead is in the rate).
+  HardwareProfile q = p;
+  q.storage->decode_mpix_per_s = 50;
+  CostPrediction own = PredictCost(q, graph, {-1}, 2);
+  EXPECT_NEAR(own.decode_s, 500.0 * 375 / 50e6 * own.decode_regions[0].effective_fraction,
+              1e-12);
+  EXPECT_GT(own.decode_s, c.decode_s);
+
   // A 10 MB/s bus bounds the split at 10e6 / 150528 images/s.
   p.gpu->h2d_pinned_gbps = 0.01;
   CostPrediction bus = PredictCost(p, graph, {2}, 2);
