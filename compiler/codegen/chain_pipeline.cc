@@ -11,9 +11,11 @@
 //               gathers]
 //   geom(c, ox, oy)   horizontal pass over vert, the fill outside the source
 //               window and after the post-resize crops, rounded to uint8 as the
-//               reference does [per block of 8 output columns: a banded weight
-//               matrix xmat over the block's source columns, one broadcast FMA
-//               per band column and channel, no gathers]
+//               reference does [per block of 8 output columns and kRows output
+//               rows: a banded weight matrix xmat over the block's source
+//               columns, run only to the widest band of nonzero weights; per
+//               band column one weight load and one broadcast FMA per row and
+//               channel, no gathers]
 //   pointwise tail    color_jitter / grayscale / normalize / cast inlined into the
 //               output, written in the chain's layout and dtype (a float16
 //               output is converted by Float16Bits on the CPU)
@@ -41,6 +43,8 @@ using namespace Halide;
 constexpr int kBlock = 8;
 // Vertical pass: values per chunk (8 AVX2 float vectors).
 constexpr int kVChunk = 64;
+// Output rows per horizontal band pass (CPU): kRows * 3 accumulators.
+constexpr int kRows = 4;
 
 struct AxisParams {
   Param<int32_t> flip, offset, valid_lo, valid_hi, resized, window_start, window, src_lo, src_hi,
@@ -330,15 +334,35 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       Var b("b"), s("s");
       const int nblocks = static_cast<int>((out_w + kBlock - 1) / kBlock);
       Expr xscale = cast<double>(xa.window) / cast<double>(max(xa.resized, 1));
-      Expr span = min(cast<int>(ceil(D(kBlock - 1) * xscale)) + xa.taps + 2, col_hi - col_lo + 1);
-      // The band starts at or before the block's first tap and ends at or before
-      // col_hi (shifted left if needed; `span` is at most the column count), so
-      // xbase(b) + s stays in [col_lo, col_hi] without a clamp in the loop.
+      Expr span =
+          min(cast<int>(ceil(D(kBlock - 1) * xscale)) + xa.taps + 2, col_hi - col_lo + 1);
+      // The band starts at or before the block's first tap of nonzero weight
+      // and ends at or before col_hi (shifted left if needed; `span` is at most
+      // the column count), so xbase(b) + s stays in [col_lo, col_hi] without a
+      // clamp in the loop.
       Func xbase("xbase"), xmat("xmat");
-      Expr blo = min(b * kBlock, static_cast<int>(out_w - 1));
-      Expr bhi = min(b * kBlock + (kBlock - 1), static_cast<int>(out_w - 1));
-      xbase(b) = max(col_lo, min(min(xcol(0, blo), xcol(0, bhi)), col_hi + 1 - span));
+      // First source column of nonzero weight of each output (col_hi if none)
+      // and its minimum over each block.
+      Func xfirst("xfirst"), bfirst("bfirst");
+      RDom kf(0, xa.taps, "kf"), rk(0, kBlock, "rk");
+      xfirst(o) = col_hi;
+      xfirst(o) = min(xfirst(o), select(xw(kf, o) != 0.0f, xcol(kf, o), col_hi));
+      xfirst.compute_root().bound(o, 0, static_cast<int>(out_w));
+      bfirst(b) = col_hi;
+      bfirst(b) = min(bfirst(b), xfirst(min(b * kBlock + rk, static_cast<int>(out_w - 1))));
+      bfirst.compute_root().bound(b, 0, nblocks);
+      xbase(b) = max(col_lo, min(bfirst(b), col_hi + 1 - span));
       xbase.compute_root().bound(b, 0, nblocks);
+      // The widest band actually needed (<= span): over every output and tap of
+      // nonzero weight, its column's offset from the block's base, plus one.
+      // The band loop runs to it (an RDom extent cannot call a Func; a `where`
+      // on the band's RVar becomes its loop bound).
+      Func spanf("spanf");
+      RDom rt(0, xa.taps, 0, static_cast<int>(out_w), "rt");
+      spanf() = 1;
+      spanf() = max(spanf(), select(xw(rt.x, rt.y) != 0.0f,
+                                    xcol(rt.x, rt.y) - xbase(rt.y / kBlock) + 1, 1));
+      spanf.compute_root();
       kx = RDom(0, xa.taps, "kx");
       Expr oc = min(o, static_cast<int>(out_w - 1));
       xmat(o, s) = 0.0f;
@@ -346,20 +370,16 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       xmat.compute_root().bound(o, 0, nblocks * kBlock);
       xmat.vectorize(o, kBlock);
       xmat.update().reorder(o, kx, s).vectorize(o, kBlock);
-      // Two partial sums (even / odd band columns, `j`): with the channels
-      // unrolled that is 6 independent FMA chains per block instead of 3, so
-      // the loop is not bound by the FMA latency. xmat(x, span) is 0 (no tap
-      // lies past the band), so an odd span needs no special case; the column
-      // of that extra step is clamped to the band.
-      Var j("j");
-      RDom band(0, (span + 1) / 2, "band");
+      // The band loop is computed for kRows output rows at once (the schedule
+      // below): each weight-vector load and column index serves kRows * in_c
+      // FMAs, and those are independent chains (no partial sums needed).
+      RDom band(0, span, "band");
+      band.where(band < spanf());
       hband = band;
-      Expr sj = 2 * band + j;
-      Expr col =
-          unsafe_promise_clamped(xbase(x / kBlock) + min(sj, span - 1), col_lo, col_hi);
-      hpart(c, x, j, y) = select(j == 0, xfw(x), 0.0f);
-      hpart(c, x, j, y) += xmat(x, sj) * vert(c, col, y);
-      acc(c, x, y) = hpart(c, x, 0, y) + hpart(c, x, 1, y);
+      Expr col = unsafe_promise_clamped(xbase(x / kBlock) + band, col_lo, col_hi);
+      hpart(c, x, y) = xfw(x);
+      hpart(c, x, y) += xmat(x, band) * vert(c, col, y);
+      acc(c, x, y) = hpart(c, x, y);
       // Taps innermost over kVChunk values at a time (vsum, per chunk of vflat):
       // 8 vector accumulators stay in registers across the taps (independent FMA
       // chains; the row index is computed once per tap and chunk). vflat is
@@ -539,35 +559,55 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
     out.gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
     if (rescale) passes[1].compute_at(anchor, xi);
   } else {
-    // Per output row: the vertical pass over the window's columns; per vector of
-    // 8 output columns: the horizontal pass for all channels (kept in registers),
-    // then the pointwise tail and the store.
-    Var xo("xo"), xi("xi");
+    // Per group of kRows output rows: the vertical pass over the window's
+    // columns; per vector of 8 output columns: the horizontal pass for all rows
+    // of the group and channels (kRows * 3 accumulators in registers), then the
+    // pointwise tail and the stores.
+    Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    // kRows output rows per step of the row loop (ShiftInwards: the anchor is
+    // pure, a last odd row pair is recomputed); the passes run per row group.
+    const bool rows = rescale && out_h >= kRows;
     if (root_geom) {
-      geom.bound(c, 0, in_c)
-          .split(x, xo, xi, kBlock, TailStrategy::GuardWithIf)
-          .reorder(xi, c, xo, y)
-          .unroll(c)
-          .vectorize(xi);
+      geom.bound(c, 0, in_c).split(x, xo, xi, kBlock, TailStrategy::GuardWithIf);
+      if (rows) {
+        geom.split(y, yo, yi, kRows, TailStrategy::ShiftInwards).reorder(xi, c, yi, xo, yo);
+      } else {
+        geom.reorder(xi, c, xo, y);
+      }
+      geom.unroll(c).vectorize(xi);
     }
     out.bound(c, 0, out_c).split(x, xo, xi, kBlock, TailStrategy::GuardWithIf);
+    const bool split_out = rows && !root_geom;
+    if (split_out) out.split(y, yo, yi, kRows, TailStrategy::ShiftInwards);
     if (chw) {
-      out.reorder(xi, c, xo, y).unroll(c).vectorize(xi);
+      if (split_out) {
+        out.reorder(xi, c, yi, xo, yo);
+      } else {
+        out.reorder(xi, c, xo, y);
+      }
     } else {
-      out.reorder(c, xi, xo, y).unroll(c).vectorize(xi);
+      if (split_out) {
+        out.reorder(c, xi, yi, xo, yo);
+      } else {
+        out.reorder(c, xi, xo, y);
+      }
     }
+    out.unroll(c).vectorize(xi);
     if (rescale) {
       Func& hacc = passes[1];
-      // Allocated once (folded to one row), filled per output row.
-      passes[0].compute_at(anchor, y).store_root();
-      Var j("j");
-      hacc.compute_at(anchor, xo).reorder_storage(x, c, j).bound(j, 0, 2);
-      hacc.reorder(x, c, j, y).vectorize(x, kBlock, TailStrategy::GuardWithIf).unroll(c).unroll(j);
+      const Var& ry_loop = rows ? yo : y;
+      // Allocated once (folded), filled per row group.
+      passes[0].compute_at(anchor, ry_loop).store_root();
+      hacc.compute_at(anchor, xo).reorder_storage(x, c, y);
+      hacc.reorder(x, c, y).vectorize(x, kBlock, TailStrategy::GuardWithIf).unroll(c);
       hacc.update()
-          .reorder(x, c, j, hband, y)
+          .reorder(x, c, y, hband)
           .vectorize(x, kBlock, TailStrategy::GuardWithIf)
-          .unroll(c)
-          .unroll(j);
+          .unroll(c);
+      if (rows) {
+        hacc.unroll(y);
+        hacc.update().unroll(y);
+      }
     }
   }
   (void)has_vert;
