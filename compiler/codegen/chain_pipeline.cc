@@ -30,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include "compiler/codegen/halide_dtype.h"
 #include "ops/fusion/kernel_abi.h"
 #include "ops/fusion/sample_args.h"
 #include "ops/reference/resample.h"
@@ -147,31 +148,6 @@ Expr InSource(const AxisParams& a, Expr j) {
   return s >= a.src_lo && s < a.src_hi;
 }
 
-Expr RoundTo(DType dtype, Expr e) {
-  switch (dtype) {
-    case DType::kUInt8:
-      return clamp(round(e), 0.0f, 255.0f);
-    case DType::kFloat16:
-      return cast<float>(cast(Float(16), e));
-    case DType::kBFloat16:
-      return cast<float>(cast(BFloat(16), e));
-    default:
-      return e;
-  }
-}
-
-Type HalideType(DType dtype) {
-  switch (dtype) {
-    case DType::kUInt8:
-      return UInt(8);
-    case DType::kFloat16:
-      return Float(16);
-    case DType::kBFloat16:
-      return BFloat(16);
-    default:
-      return Float(32);
-  }
-}
 
 // float32 -> IEEE float16 bits, round to nearest even (subnormals, overflow to
 // inf and NaN as the hardware conversion). Written out because Halide 14 lowers

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "compiler/codegen/halide_dtype.h"
 #include "ops/fusion/kernel_abi.h"
 #include "ops/fusion/sample_args.h"
 
@@ -17,32 +18,8 @@ namespace sluice {
 namespace {
 
 using namespace Halide;
-
-Expr RoundTo(DType dtype, Expr e) {
-  switch (dtype) {
-    case DType::kUInt8:
-      return clamp(round(e), 0.0f, 255.0f);
-    case DType::kFloat16:
-      return cast<float>(cast(Float(16), e));
-    case DType::kBFloat16:
-      return cast<float>(cast(BFloat(16), e));
-    default:
-      return e;
-  }
-}
-
-Type HalideType(DType dtype) {
-  switch (dtype) {
-    case DType::kUInt8:
-      return UInt(8);
-    case DType::kFloat16:
-      return Float(16);
-    case DType::kBFloat16:
-      return BFloat(16);
-    default:
-      return Float(32);
-  }
-}
+using codegen_internal::HalideType;
+using codegen_internal::RoundTo;
 
 }  // namespace
 

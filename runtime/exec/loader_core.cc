@@ -58,19 +58,6 @@ std::mutex& LaunchMutex() {
   return m;
 }
 
-halide_type_t ElementType(DType dtype) {
-  switch (dtype) {
-    case DType::kUInt8:
-      return halide_type_t(halide_type_uint, 8);
-    case DType::kFloat16:
-      return halide_type_t(halide_type_float, 16);
-    case DType::kBFloat16:
-      return halide_type_t(halide_type_bfloat, 16);
-    default:
-      return halide_type_t(halide_type_float, 32);
-  }
-}
-
 }  // namespace
 
 Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
@@ -412,24 +399,13 @@ Status LoaderCore::LaunchBatch(int buffer) {
       in.dimensions = 4;
       in.dim = in_dims;
       const TensorType& ot = plan_->chains()[f.chain].output;
-      const int32_t h = static_cast<int32_t>(ot.dims[ot.height_axis()]);
-      const int32_t w = static_cast<int32_t>(ot.dims[ot.width_axis()]);
-      const int32_t c = static_cast<int32_t>(ot.dims[ot.channel_axis()]);
       halide_dimension_t out_dims[4];
-      if (ot.layout == Layout::kCHW) {
-        out_dims[0] = {0, w, 1, 0};
-        out_dims[1] = {0, h, w, 0};
-        out_dims[2] = {0, c, w * h, 0};
-      } else {
-        out_dims[0] = {0, c, 1, 0};
-        out_dims[1] = {0, w, c, 0};
-        out_dims[2] = {0, h, c * w, 0};
-      }
-      out_dims[3] = {0, n, c * w * h, 0};
+      SampleOutputDims(ot, out_dims);  // the batch dim follows a dense sample
+      out_dims[3] = {0, n, out_dims[0].extent * out_dims[1].extent * out_dims[2].extent, 0};
       halide_buffer_t out{};
       out.device = block + f.device_output;
       out.device_interface = g.interface;
-      out.type = ElementType(ot.dtype);
+      out.type = HalideElementType(ot.dtype);
       out.dimensions = 4;
       out.dim = out_dims;
       const int rc = g.batch_fn[static_cast<size_t>(f.chain)](&in, &out);

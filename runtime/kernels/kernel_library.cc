@@ -16,9 +16,7 @@ struct KernelLibrary::Handle {
   }
 };
 
-namespace {
-
-halide_type_t ElementType(DType dtype) {
+halide_type_t HalideElementType(DType dtype) {
   switch (dtype) {
     case DType::kUInt8:
       return halide_type_t(halide_type_uint, 8);
@@ -31,7 +29,20 @@ halide_type_t ElementType(DType dtype) {
   }
 }
 
-}  // namespace
+void SampleOutputDims(const TensorType& output, halide_dimension_t dims[3]) {
+  const int32_t h = static_cast<int32_t>(output.dims[output.height_axis()]);
+  const int32_t w = static_cast<int32_t>(output.dims[output.width_axis()]);
+  const int32_t c = static_cast<int32_t>(output.dims[output.channel_axis()]);
+  if (output.layout == Layout::kCHW) {
+    dims[0] = {0, w, 1, 0};
+    dims[1] = {0, h, w, 0};
+    dims[2] = {0, c, w * h, 0};
+  } else {
+    dims[0] = {0, c, 1, 0};
+    dims[1] = {0, w, c, 0};
+    dims[2] = {0, h, c * w, 0};
+  }
+}
 
 Status Kernel::Run(const ImageView& in, const SampleArgs& a, void* out) const {
   if (!fn_) return MakeError(ErrorCode::kInternal, "kernel not loaded");
@@ -53,22 +64,11 @@ Status Kernel::Run(const ImageView& in, const SampleArgs& a, void* out) const {
   in_buf.dim = in_dims;
   if (cuda_) in_buf.flags = halide_buffer_flag_host_dirty;
 
-  const int32_t h = static_cast<int32_t>(output_.dims[output_.height_axis()]);
-  const int32_t w = static_cast<int32_t>(output_.dims[output_.width_axis()]);
-  const int32_t c = static_cast<int32_t>(output_.dims[output_.channel_axis()]);
   halide_dimension_t out_dims[3];
-  if (output_.layout == Layout::kCHW) {
-    out_dims[0] = {0, w, 1, 0};
-    out_dims[1] = {0, h, w, 0};
-    out_dims[2] = {0, c, w * h, 0};
-  } else {
-    out_dims[0] = {0, c, 1, 0};
-    out_dims[1] = {0, w, c, 0};
-    out_dims[2] = {0, h, c * w, 0};
-  }
+  SampleOutputDims(output_, out_dims);
   halide_buffer_t out_buf{};
   out_buf.host = static_cast<uint8_t*>(out);
-  out_buf.type = ElementType(output_.dtype);
+  out_buf.type = HalideElementType(output_.dtype);
   out_buf.dimensions = 3;
   out_buf.dim = out_dims;
 

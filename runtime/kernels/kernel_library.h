@@ -53,6 +53,15 @@ class Kernel {
   bool cuda_ = false;
 };
 
+// The halide_type_t of a kernel buffer element of `dtype` (float32 for
+// anything else).
+halide_type_t HalideElementType(DType dtype);
+// The dense dims of one sample of `output` in the kernel ABI's order:
+// (x, y, c) for CHW, (c, x, y) for HWC (ops/fusion/kernel_abi.h). `dims`
+// receives three entries; an outer batch dim, when there is one, has stride
+// c * w * h.
+void SampleOutputDims(const TensorType& output, halide_dimension_t dims[3]);
+
 // Whether this CPU can run at least one of `targets` (Halide target strings, as
 // recorded in plan.json / KernelArtifact::cpu_targets). The multitarget
 // dispatcher in kernels.so falls back to its last (baseline) target without a
