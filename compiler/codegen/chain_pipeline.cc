@@ -533,15 +533,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
   // Dense output of static extents in the chain's layout.
   OutputImageParam ob = out.output_buffer();
   const int oh = static_cast<int>(out_h), ow = static_cast<int>(out_w);
-  if (chw) {
-    ob.dim(0).set_bounds(0, ow).set_stride(1);
-    ob.dim(1).set_bounds(0, oh).set_stride(ow);
-    ob.dim(2).set_bounds(0, out_c).set_stride(ow * oh);
-  } else {
-    ob.dim(0).set_bounds(0, out_c).set_stride(1);
-    ob.dim(1).set_bounds(0, ow).set_stride(out_c);
-    ob.dim(2).set_bounds(0, oh).set_stride(out_c * ow);
-  }
+  SetDenseSampleBounds(ob, chw, ow, oh, out_c);
   in.dim(0).set_bounds(0, in_c).set_stride(1);
   in.dim(1).set_stride(in_c);
 

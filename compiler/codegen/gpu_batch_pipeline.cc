@@ -161,15 +161,7 @@ Result<GpuBatchPipeline> BuildGpuBatchPipeline(const FusedChain& chain,
   }
   OutputImageParam ob = out.output_buffer();
   const int plane = ow * oh * out_c;
-  if (chw) {
-    ob.dim(0).set_bounds(0, ow).set_stride(1);
-    ob.dim(1).set_bounds(0, oh).set_stride(ow);
-    ob.dim(2).set_bounds(0, out_c).set_stride(ow * oh);
-  } else {
-    ob.dim(0).set_bounds(0, out_c).set_stride(1);
-    ob.dim(1).set_bounds(0, ow).set_stride(out_c);
-    ob.dim(2).set_bounds(0, oh).set_stride(out_c * ow);
-  }
+  codegen_internal::SetDenseSampleBounds(ob, chw, ow, oh, out_c);
   ob.dim(3).set_min(0).set_stride(plane);
   in.dim(0).set_bounds(0, sc).set_stride(1);
   in.dim(1).set_bounds(0, sw).set_stride(sc);

@@ -39,4 +39,18 @@ inline Halide::Type HalideType(DType dtype) {
   }
 }
 
+// Bounds and strides of a dense per-sample output of w x h x c in `layout`
+// (dims (x, y, c) for CHW, (c, x, y) for HWC, as in ops/fusion/kernel_abi.h).
+inline void SetDenseSampleBounds(Halide::OutputImageParam ob, bool chw, int w, int h, int c) {
+  if (chw) {
+    ob.dim(0).set_bounds(0, w).set_stride(1);
+    ob.dim(1).set_bounds(0, h).set_stride(w);
+    ob.dim(2).set_bounds(0, c).set_stride(w * h);
+  } else {
+    ob.dim(0).set_bounds(0, c).set_stride(1);
+    ob.dim(1).set_bounds(0, w).set_stride(c);
+    ob.dim(2).set_bounds(0, h).set_stride(c * w);
+  }
+}
+
 }  // namespace sluice::codegen_internal

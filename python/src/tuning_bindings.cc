@@ -56,6 +56,7 @@ py::dict ProfileDict(const HardwareProfile& p) {
     s["mean_file_bytes"] = p.storage->mean_file_bytes;
     s["mean_width"] = p.storage->mean_width;
     s["mean_height"] = p.storage->mean_height;
+    s["decode_mpix_per_s"] = p.storage->decode_mpix_per_s;
     d["storage"] = s;
   } else {
     d["storage"] = py::none();
