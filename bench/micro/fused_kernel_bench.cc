@@ -91,7 +91,12 @@ struct Fixture {
     }
     kernel = *k;
   }
+  // SLUICE_BENCH_KEEP=1 keeps the compiled kernels.so (for perf annotate).
   ~Fixture() {
+    if (const char* keep = std::getenv("SLUICE_BENCH_KEEP"); keep && *keep == '1') {
+      std::fprintf(stderr, "kept %s\n", dir.c_str());
+      return;
+    }
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   }

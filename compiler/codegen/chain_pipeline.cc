@@ -110,20 +110,29 @@ Taps MakeTaps(const AxisParams& a, ref::Filter filter, bool antialias, const std
     Func lo(name + "_lo"), hi(name + "_hi");
     lo(r) = max(0, cast<int>(center - support + D(0.5)));
     hi(r) = min(a.window, cast<int>(center + support + D(0.5)));
+    // Divisions by fs and by the total are multiplications by reciprocals
+    // computed once (a vector double division costs ~10x a multiply); the
+    // weights can differ from ref::ResampleTaps in the last double bit, far
+    // below their float precision.
+    Expr inv_fs = D(1.0) / fs;
     Func raw(name + "_raw");
     raw(k, r) = select(lo(r) + k < hi(r),
-                       FilterFn(filter, (cast<double>(lo(r) + k) - center + D(0.5)) / fs), D(0.0));
+                       FilterFn(filter, (cast<double>(lo(r) + k) - center + D(0.5)) * inv_fs),
+                       D(0.0));
     RDom kk(0, a.taps, name + "_kk");
-    Func total(name + "_total");
+    Func total(name + "_total"), inv_total(name + "_inv_total");
     total(r) = D(0.0);
     total(r) += raw(kk, r);
+    inv_total(r) = D(1.0) / total(r);
     t.first(r) = select(total(r) != D(0.0), lo(r), clamp(cast<int>(center), 0, a.window - 1));
     t.weight(k, r) = cast<float>(
-        select(total(r) != D(0.0), raw(k, r) / total(r), select(k == 0, D(1.0), D(0.0))));
-    // The double filter math is the bulk of the per-call table cost: vectorised
-    // over r (4 doubles), weights stored r-innermost.
+        select(total(r) != D(0.0), raw(k, r) * inv_total(r), select(k == 0, D(1.0), D(0.0))));
+    // The double filter math is the bulk of the per-call table cost: evaluated
+    // once per (tap, index), vectorised over r (4 doubles), stored r-innermost.
+    raw.compute_root().reorder(r, k).reorder_storage(r, k).vectorize(r, 4);
     total.compute_root().vectorize(r, 4);
     total.update().vectorize(r, 4);
+    inv_total.compute_root().vectorize(r, 4);
     t.weight.compute_root().reorder(r, k).reorder_storage(r, k).vectorize(r, 4);
   }
   if (filter == ref::Filter::kNearest) t.weight.compute_root();
