@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "compiler/passes/fusion_util.h"
 #include "compiler/plan/fused_chains.h"
 #include "ops/fusion/sample_args.h"
 
@@ -191,6 +192,49 @@ GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int
   return cost;
 }
 
+double ReferenceChainCost(const HardwareProfile& profile, const FusedChain& chain,
+                          const SampleShape& shape) {
+  const std::vector<TensorType> types = ChainStepTypes(chain);
+  if (types.size() != chain.steps.size()) return 0;
+  // Run-time extents: the image's (or, for channels, 3).
+  auto elements = [&](const TensorType& type) {
+    double n = 1;
+    for (int i = 0; i < type.rank(); ++i) {
+      int64_t d = type.dims[i];
+      if (d >= 0) {
+        n *= static_cast<double>(d);
+      } else if (i == type.height_axis()) {
+        n *= shape.height;
+      } else if (i == type.width_axis()) {
+        n *= shape.width;
+      } else {
+        n *= 3;
+      }
+    }
+    return n;
+  };
+  auto pixels = [&](const TensorType& type) {
+    const int c = type.channel_axis();
+    return c >= 0 && type.dims[c] > 0 ? elements(type) / static_cast<double>(type.dims[c])
+                                      : elements(type) / 3;
+  };
+  double s = 0;
+  for (size_t i = 0; i < chain.steps.size(); ++i) {
+    const OpDef* op = chain.steps[i].op;
+    if (op == nullptr) continue;
+    if (op->op_class == OpClass::kResample) {
+      s += profile.cpu.resample_ns_per_px * 1e-9 * pixels(types[i]);
+    } else if (op->op_class == OpClass::kPointwise) {
+      s += profile.cpu.pointwise_ns_per_elem * 1e-9 * elements(types[i]) / kProfiledTailOps;
+    }
+  }
+  if (profile.cpu.memory_bandwidth_gbps > 0) {
+    s += Elements(chain.output) * DTypeSize(chain.output.dtype) /
+         (profile.cpu.memory_bandwidth_gbps * 1e9);
+  }
+  return s * kReferenceSlowdown;
+}
+
 CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
                            const std::vector<int>& gpu_from, int cpu_budget) {
   CostPrediction p;
@@ -200,10 +244,11 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
     p.read_s = profile.storage->latency_s + p.shape.file_bytes / (profile.storage->read_mbps * 1e6);
   }
   const int64_t batch_size = BatchSize(graph);
+  const std::vector<ReferenceFieldChain> references = BuildReferenceChains(graph);
   for (const Node& node : graph.nodes) {
     if (node.op == nullptr || node.op->op_class != OpClass::kDecode) continue;
-    DecodeRegion region;
-    if (!node.outputs.empty()) {
+    DecodeRegion region;  // a full decode
+    if (!node.outputs.empty() && references.empty()) {
       const int g = GroupReading(graph, node.outputs[0]);
       if (g >= 0)
         region = ExpectedDecodeRegion(ChainForGroup(graph, g), p.shape.width, p.shape.height);
@@ -222,6 +267,10 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
   }
   const int groups = CountFusionGroups(graph);
   for (int g = 0; g < groups; ++g) {
+    const std::vector<NodeId> members = GroupNodes(graph, g);
+    if (members.empty() || BatchFieldOf(graph, graph.nodes[members.back()].outputs[0]).empty()) {
+      continue;  // not run by the loader on its own
+    }
     const int split = g < static_cast<int>(gpu_from.size()) ? gpu_from[g] : -1;
     GroupCost c = ChainCost(profile, ChainForGroup(graph, g), split, batch_size);
     p.kernel_cpu_s += c.kernel_cpu_s;
@@ -229,7 +278,10 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
     p.h2d_bytes += c.h2d_bytes;
     if (c.h2d_bytes == 0) p.trainer_h2d_bytes += c.output_bytes;
   }
-  p.cpu_s = p.read_s + p.decode_s + p.kernel_cpu_s;
+  for (const ReferenceFieldChain& ref : references) {
+    p.reference_cpu_s += ReferenceChainCost(profile, ref.chain, p.shape);
+  }
+  p.cpu_s = p.read_s + p.decode_s + p.kernel_cpu_s + p.reference_cpu_s;
 
   p.cpu_images_per_second = p.cpu_s > 0 ? p.cpu_budget / p.cpu_s : kInf;
   p.gpu_images_per_second = p.gpu_s > 0 ? 1 / p.gpu_s : kInf;

@@ -5,7 +5,7 @@
 // prediction; plan.json and report.txt state it. docs/cost_model.md gives the
 // formulas and the assumptions behind them; in short, per sample:
 //
-//   cpu_s  = read_s + decode_s + kernel_cpu_s                (one core)
+//   cpu_s  = read_s + decode_s + kernel_cpu_s + reference_cpu_s   (one core)
 //   read_s = storage.latency_s + file_bytes / storage.read_mbps   (0 without storage)
 //   decode_s = cpu.decode_fixed_s + W*H / decode_rate *
 //              (e * rows_fraction + (1 - e) * area_fraction)
@@ -20,6 +20,8 @@
 //                                              normalize, layout, cast per output element)
 //                + bytes the CPU part writes (output, or uint8 staging) / memory_bandwidth_gbps
 //                  (a fresh batch slot each sample; the profile's kernel timing is cache-hot)
+//   reference_cpu_s = kReferenceSlowdown * (the same terms for every step of each
+//                  reference chain, each step materialized)   (fields not fused)
 //   gpu_s  = elements of the GPU part's output / gpu.pointwise_gelem_per_s
 //            + gpu.launch_s / batch size                      (0 when nothing is on the GPU)
 //   h2d_bytes = bytes of the uint8 HWC staging image of each split group
@@ -57,6 +59,13 @@ inline constexpr double kDefaultFileBytes = 110000;
 inline constexpr double kProfiledTailOps = 3;
 // iMCU width of 4:2:0 JPEGs: the column granularity of region-of-interest decode.
 inline constexpr int kImcuWidth = 16;
+// How much slower a chain run step by step on the reference implementations
+// (the loader's path for batch fields no fusion group writes) is than the
+// same chain as a fused kernel: bench/RESULTS.md measured unfused / fused ≈ 63
+// (round 5) and ≈ 77 (round 6) for examples/imagenet_train.yaml's chain
+// (BM_UnfusedReference vs BM_FusedKernel, same binary and session); a round
+// value between them. See docs/cost_model.md.
+inline constexpr double kReferenceSlowdown = 70;
 
 // The per-sample image the model assumes.
 struct SampleShape {
@@ -102,13 +111,23 @@ struct GroupCost {
 GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int gpu_from,
                     int64_t batch_size);
 
+// CPU seconds per sample of a chain run on the reference implementations
+// (compiler/plan/fused_chains.h ReferenceFieldChain): what the same steps
+// would cost as a fused kernel on the CPU, with every step materialized
+// (each resample step charged per output pixel, each pointwise step per output
+// element; run-time image sizes taken as `shape`'s W x H), plus writing the
+// output, all times kReferenceSlowdown.
+double ReferenceChainCost(const HardwareProfile& profile, const FusedChain& chain,
+                          const SampleShape& shape);
+
 // A whole-graph prediction for one placement.
 struct CostPrediction {
   SampleShape shape;
   double read_s = 0;
   double decode_s = 0;
-  double kernel_cpu_s = 0;
-  double cpu_s = 0;  // read + decode + kernels, one core
+  double kernel_cpu_s = 0;     // fused kernels that write a batch field
+  double reference_cpu_s = 0;  // batch fields run on the reference implementations
+  double cpu_s = 0;            // read + decode + kernels + reference chains, one core
   double gpu_s = 0;
   double h2d_bytes = 0;
   double trainer_h2d_bytes = 0;  // output bytes of CPU-placed groups (informational)
@@ -123,7 +142,11 @@ struct CostPrediction {
 
 // Predicts `graph` (typed, after the fusion passes) with fusion group g split
 // at gpu_from[g] (-1 or missing: all CPU), for a CPU budget of `cpu_budget`
-// cores (>= 1). The batch size is the batch node's `size`. A GPU part with a
+// cores (>= 1). The batch size is the batch node's `size`. A fusion group
+// whose output no batch field reads costs nothing (the loader runs it only as
+// part of a reference chain); each reference chain costs ReferenceChainCost,
+// and when there is one, every decode is a full decode (the loader turns
+// region-of-interest decode off). A GPU part with a
 // profile that has no GPU (or a zero rate) counts as free, and a bus of zero
 // bandwidth as unlimited; the placement pass never asks for that except when a
 // user forces a GPU device, and its reason says so.

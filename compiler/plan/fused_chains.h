@@ -7,6 +7,10 @@
 // ops, explicit params and op ids, symbol = ChainSymbol(g), and gpu_from = the
 // index of the group's first node that placement put on the GPU (-1: none;
 // placement moves only a tail, so every later node is on the GPU too).
+//
+// Reference chains (BuildReferenceChains) describe the batch fields that no
+// fusion group writes: the runtime computes them per sample on the reference
+// implementations (plan.json "reference_chains", docs/plan.md).
 #pragma once
 
 #include <string>
@@ -25,5 +29,32 @@ int CountFusionGroups(const Graph& graph);
 FusedChain ChainForGroup(const Graph& graph, int group);
 // One chain per group, in group order.
 std::vector<FusedChain> BuildFusedChains(const Graph& graph);
+
+// A batch field that no fusion group writes, computed per sample by running
+// the registry's reference implementations step by step (ReferenceChain in
+// ops/fusion/sample_args.h): the slow path for chains not in fusion normal form.
+struct ReferenceFieldChain {
+  std::string field;          // the batch field (without the "batch." prefix)
+  FusedChain chain;           // symbol = "reference:<field>", gpu_from = -1
+  NodeId decode = -1;         // the decode node whose output the chain reads
+  std::vector<NodeId> nodes;  // the nodes of chain.steps, in order
+  // Why the chain is not fused: the Graph::notes that name one of its nodes
+  // (or its decode), else a sentence made here (e.g. a decoded image read by
+  // two ops). Never empty.
+  std::vector<std::string> reasons;
+};
+
+// The fields of the graph's batch node whose value is not the output of a
+// fusion group's last node and is reached from a decode's output through
+// single-input, single-output resample/pointwise ops (every op on that path,
+// fused in some group or not, becomes a step with its explicit params and op
+// id; chain.input = the decode output's type, chain.output = the field value's
+// type). A field fed by the source (a label), or whose path is not such a
+// simple chain (an op with two per-sample inputs, an op without a reference
+// implementation), gets none. In batch-field order. Requires a typed graph.
+std::vector<ReferenceFieldChain> BuildReferenceChains(const Graph& graph);
+
+// The batch field fed by value `id` ("" when it feeds none).
+std::string BatchFieldOf(const Graph& graph, ValueId id);
 
 }  // namespace sluice

@@ -142,19 +142,6 @@ json ValueRef(const Graph& graph, ValueId id) {
   return json{{"name", v.name}, {"type", v.type ? pf::TypeToJson(*v.type) : json(nullptr)}};
 }
 
-// The batch field fed by value `id`, or "".
-std::string BatchFieldOf(const Graph& graph, ValueId id) {
-  const Node* batch = FindBatch(graph);
-  if (!batch) return "";
-  for (size_t i = 0; i < batch->inputs.size() && i < batch->outputs.size(); ++i) {
-    if (batch->inputs[i] != id) continue;
-    std::string name = graph.value(batch->outputs[i]).name;
-    if (name.starts_with(kBatchValuePrefix)) name = name.substr(std::strlen(kBatchValuePrefix));
-    return name;
-  }
-  return "";
-}
-
 std::string NodeWhere(const Node& node) {
   std::string out = node.op ? node.op->name : "?";
   if (node.mark.valid()) out += " (line " + std::to_string(node.mark.line) + ")";
@@ -263,6 +250,32 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
   }
   plan["fusion_groups"] = groups;
 
+  // Batch fields no fusion group writes: run per sample on the reference
+  // implementations (an old loader, which does not read this key, fails with
+  // its "written neither by a fused kernel nor the source's label" error).
+  json references = json::array();
+  for (const ReferenceFieldChain& ref : BuildReferenceChains(graph)) {
+    json steps = json::array();
+    for (const ChainStep& step : ref.chain.steps) {
+      steps.push_back(json{
+          {"op", step.op->name}, {"op_id", step.op_id}, {"params", pf::ParamsToJson(step.params)}});
+    }
+    const Node& decode = graph.nodes[ref.decode];
+    const Node& last = graph.nodes[ref.nodes.back()];
+    std::string reason;
+    for (const std::string& r : ref.reasons) reason += (reason.empty() ? "" : "; ") + r;
+    references.push_back(json{{"batch_field", ref.field},
+                              {"symbol", ref.chain.symbol},
+                              {"nodes", ref.nodes},
+                              {"input", graph.value(decode.outputs[0]).name},
+                              {"input_type", pf::TypeToJson(ref.chain.input)},
+                              {"output", graph.value(last.outputs[0]).name},
+                              {"output_type", pf::TypeToJson(ref.chain.output)},
+                              {"steps", steps},
+                              {"reason", reason}});
+  }
+  plan["reference_chains"] = references;
+
   const KernelArtifact& a = kernels.artifact;
   plan["kernels"] =
       json{{"file", pf::kKernelsFile},
@@ -287,6 +300,7 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
       predicted["read_s_per_sample"] = placement.cost->read_s;
       predicted["decode_s_per_sample"] = placement.cost->decode_s;
       predicted["kernel_cpu_s_per_sample"] = placement.cost->kernel_cpu_s;
+      predicted["reference_cpu_s_per_sample"] = placement.cost->reference_cpu_s;
     }
   }
   json alternatives = json::array();
@@ -314,6 +328,7 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
        std::to_string(pf::kFormatVersion) + "\n\n";
 
   const int count = CountFusionGroups(graph);
+  const std::vector<ReferenceFieldChain> references = BuildReferenceChains(graph);
   r += "fusion groups: " + std::to_string(count) + "\n";
   for (int g = 0; g < count; ++g) {
     FusedChain chain = ChainForGroup(graph, g);
@@ -344,7 +359,10 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
     r += "    pointwise: colour, normalize, layout and cast run in the same kernel\n";
     const bool crops = HasOp(chain, {"crop", "center_crop", "random_resized_crop"});
     const bool rescales = HasOp(chain, {"resize", "random_resized_crop"});
-    if (crops || rescales) {
+    if ((crops || rescales) && !references.empty()) {
+      r += "    decode pushdown: off: a batch field runs on the reference implementations, "
+           "which need the whole decoded image\n";
+    } else if (crops || rescales) {
       r += "    decode pushdown:";
       if (crops) r += " the composed crop window becomes the decoder's region of interest;";
       if (rescales) {
@@ -365,7 +383,18 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
       unfused += "  " + NodeWhere(node) + "\n";
     }
   }
-  if (!unfused.empty()) r += "\nunfused ops (run on the reference implementations):\n" + unfused;
+  if (!unfused.empty() || !references.empty()) {
+    r += "\nunfused ops (run on the reference implementations):\n" + unfused;
+    for (const ReferenceFieldChain& ref : references) {
+      r += "  batch field `" + ref.field + "` runs per sample on the reference implementations: " +
+           NodeWhere(graph.nodes[ref.decode]);
+      for (NodeId n : ref.nodes) r += " -> " + NodeWhere(graph.nodes[n]);
+      r += ", " + ref.chain.input.ToString() + " -> " + ref.chain.output.ToString() +
+           "; about " + Fixed(kReferenceSlowdown, 0) +
+           "x slower than a fused kernel, and the whole image is decoded (no region of "
+           "interest)\n";
+    }
+  }
   if (!graph.notes.empty()) {
     r += "\nnotes:\n";
     for (const std::string& note : graph.notes) r += "  - " + note + "\n";
@@ -427,7 +456,9 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
            "% of the rows, IDCT/colour over " + Fixed(100 * reg.area_fraction, 0) +
            "% of the area -> " + Fixed(100 * reg.effective_fraction, 0) + "% of a full decode)";
     }
-    r += " + fused kernels " + Ms(c.kernel_cpu_s) + " = " + Ms(c.cpu_s) + "\n";
+    r += " + fused kernels " + Ms(c.kernel_cpu_s);
+    if (c.reference_cpu_s > 0) r += " + reference chains " + Ms(c.reference_cpu_s);
+    r += " = " + Ms(c.cpu_s) + "\n";
     if (hw.gpu || c.gpu_s > 0 || c.h2d_bytes > 0) {
       r += "  GPU " + Ms(c.gpu_s) + " per sample; host-to-device " + Fixed(c.h2d_bytes, 0) +
            " bytes per sample";

@@ -4,8 +4,9 @@
 // kernels.so, report.txt; see docs/plan.md). Loading reads plan.json, checks
 // that this Sluice can run it, binds the ${VARS} left symbolic in the spec's
 // string parameters, rebuilds each fusion group's FusedChain from the op
-// registry, verifies kernels.so against the hash recorded in plan.json and
-// dlopens it (runtime/kernels/kernel_library.h). No compiler, Halide or LLVM is
+// registry (and so each reference chain: a batch field that runs on the
+// reference implementations), verifies kernels.so against the hash recorded
+// in plan.json and dlopens it (runtime/kernels/kernel_library.h). No compiler, Halide or LLVM is
 // involved: loading takes milliseconds.
 //
 // Errors (each message names the plan and says how to fix it):
@@ -85,6 +86,15 @@ class Plan {
   const std::vector<FusedChain>& chains() const { return chains_; }
   // The batch field each chain writes (parallel to chains()).
   const std::vector<std::string>& chain_fields() const { return chain_fields_; }
+  // Batch fields no fusion group writes (plan.json "reference_chains"): each
+  // chain's steps run per sample on the registry's reference implementations
+  // (ReferenceChain, ops/fusion/sample_args.h); symbol = "reference:<field>",
+  // gpu_from = -1, no kernel. Much slower than a fused kernel.
+  const std::vector<FusedChain>& reference_chains() const { return reference_chains_; }
+  // The batch field each reference chain writes (parallel to reference_chains()).
+  const std::vector<std::string>& reference_fields() const { return reference_fields_; }
+  // Why each is not fused, as the compiler said it (parallel; may be "").
+  const std::vector<std::string>& reference_reasons() const { return reference_reasons_; }
   const std::vector<std::string>& cpu_targets() const { return cpu_targets_; }
   const std::string& cuda_target() const { return cuda_target_; }  // "" when not built
   // Parallel to chains(): the GPU tail of each chain, or nullopt (CPU only).
@@ -106,6 +116,8 @@ class Plan {
   ParamList source_params_, sampling_, batch_, output_;
   std::vector<FusedChain> chains_;
   std::vector<std::string> chain_fields_;
+  std::vector<FusedChain> reference_chains_;
+  std::vector<std::string> reference_fields_, reference_reasons_;
   std::vector<std::string> cpu_targets_;
   std::string cuda_target_;
   std::vector<std::optional<GpuStage>> gpu_stages_;

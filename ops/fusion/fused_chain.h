@@ -14,7 +14,10 @@
 // resize, random_resized_crop) first, with at most one that rescales (resize or
 // random_resized_crop), then pointwise-class ops (color_jitter, grayscale,
 // normalize, layout, cast). Other orders are not fused; report.txt says why,
-// and the runtime cannot run such a plan yet (Loader::Create says so).
+// and the runtime runs such a batch field's chain (a FusedChain with symbol
+// "reference:<field>", plan.json "reference_chains") per sample on the
+// reference implementations instead (ReferenceChain, ops/fusion/sample_args.h):
+// same values, much slower.
 #pragma once
 
 #include <string>

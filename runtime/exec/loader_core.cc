@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
 
+#include "ops/fusion/sample_args.h"
 #include "runtime/decode/jpeg_decoder.h"
 #include "runtime/kernels/kernel_library.h"
 
@@ -50,6 +52,68 @@ std::string StringOr(const ParamList& list, const std::string& name, std::string
   return v->AsString();
 }
 
+// IEEE binary16 bits of `f`, rounded to nearest even (exact for values
+// already rounded to float16, as the reference implementations' are).
+uint16_t HalfBits(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mant = x & 0x7fffffu;
+  const int exp = static_cast<int>((x >> 23) & 0xffu);
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  const int e = exp - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (e <= 0) {  // subnormal half (quantum 2^-24)
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - e;
+    uint32_t half = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1u), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // a carry makes inf: right
+  return static_cast<uint16_t>(sign | half);
+}
+
+// Writes `values` (RefTensor elements: float, already rounded to `dtype`)
+// densely into `out` as `dtype`.
+void ConvertTo(DType dtype, const std::vector<float>& values, uint8_t* out) {
+  const size_t n = values.size();
+  switch (dtype) {
+    case DType::kUInt8:
+      for (size_t i = 0; i < n; ++i) {
+        out[i] = static_cast<uint8_t>(RoundToDType(values[i], DType::kUInt8));
+      }
+      return;
+    case DType::kFloat32:
+      std::memcpy(out, values.data(), n * sizeof(float));
+      return;
+    case DType::kFloat16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t h = HalfBits(values[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      return;
+    case DType::kBFloat16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t b = static_cast<uint16_t>(
+            std::bit_cast<uint32_t>(RoundToDType(values[i], DType::kBFloat16)) >> 16);
+        std::memcpy(out + 2 * i, &b, 2);
+      }
+      return;
+    case DType::kInt64:
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t v = static_cast<int64_t>(values[i]);
+        std::memcpy(out + 8 * i, &v, 8);
+      }
+      return;
+    case DType::kBytes:
+      return;  // not a batch field type (Create rejects it)
+  }
+}
+
 // kernels.so's CUDA context/stream (sluice_cuda_set_context) is process-wide:
 // setting it and launching are one step under this lock, so loaders sharing a
 // kernels.so each launch on their own stream.
@@ -86,9 +150,9 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   if (core->batch_size_ <= 0) {
     return MakeError(ErrorCode::kInvalidArgument, where + ": batch.size must be positive");
   }
-  if (p.chains().empty()) {
-    return MakeError(ErrorCode::kUnsupported, where + " has no fused kernel",
-                     "the runtime runs fused chains only; see report.txt for why none was fused");
+  if (p.chains().empty() && p.reference_chains().empty()) {
+    return MakeError(ErrorCode::kUnsupported, where + " has no fused kernel and no reference chain",
+                     "recompile it with this version of sluice; report.txt says what was fused");
   }
   // Device: the GPU stages run on the GPU when asked for (or `auto`) and a
   // device is usable; otherwise the whole-chain CPU kernels (a warning), or an
@@ -131,13 +195,6 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
                               "CUDA kernels, or nothing placed on the GPU); batches stay on the "
                               "host");
   }
-  if (!core->warnings_.empty()) {
-    static std::atomic<bool> printed{false};
-    if (!printed.exchange(true)) {
-      for (const std::string& w : core->warnings_) std::cerr << "sluice: warning: " << w << "\n";
-    }
-  }
-
   size_t offset = 0;
   size_t device_bytes = 0;
   for (const auto& [name, value] : fields->AsStringMap()) {
@@ -146,11 +203,21 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
     for (size_t c = 0; c < p.chain_fields().size(); ++c) {
       if (p.chain_fields()[c] == name) f.chain = static_cast<int>(c);
     }
-    if (f.chain >= 0) {
-      const TensorType& t = p.chains()[f.chain].output;
+    if (f.chain < 0) {
+      for (size_t r = 0; r < p.reference_fields().size(); ++r) {
+        if (p.reference_fields()[r] == name) f.reference = static_cast<int>(r);
+      }
+    }
+    if (f.chain >= 0 || f.reference >= 0) {
+      const TensorType& t = f.chain >= 0 ? p.chains()[f.chain].output
+                                         : p.reference_chains()[f.reference].output;
       if (!t.is_static()) {
         return MakeError(ErrorCode::kUnsupported,
                          where + ": field `" + name + "` has a non-static type " + t.ToString());
+      }
+      if (t.dtype == DType::kBytes) {
+        return MakeError(ErrorCode::kUnsupported,
+                         where + ": field `" + name + "` has type " + t.ToString());
       }
       f.dtype = t.dtype;
       f.sample_shape = t.dims;
@@ -159,7 +226,9 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
     } else {
       return MakeError(ErrorCode::kUnsupported,
                        where + ": batch field `" + name + "` (value `" + value +
-                           "`) is written neither by a fused kernel nor the source's label",
+                           "`) is written neither by a fused kernel, a reference chain nor "
+                           "the source's label (its per-sample chain is not a simple chain of "
+                           "single-input ops from a decode)",
                        "recompile; report.txt says which ops were not fused");
     }
     int64_t elems = 1;
@@ -184,15 +253,40 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
     core->fields_.push_back(std::move(f));
   }
   core->buffer_bytes_ = std::max<size_t>(offset, 64);
-  // One decode feeds every chain: they must agree on the colour.
-  const TensorType& in0 = p.chains()[0].input;
+  // One decode feeds every chain (fused or reference): they must agree on the colour.
+  std::vector<const FusedChain*> all_chains;
+  for (const FusedChain& chain : p.chains()) all_chains.push_back(&chain);
+  for (const FusedChain& chain : p.reference_chains()) all_chains.push_back(&chain);
+  const TensorType& in0 = all_chains.front()->input;
   const int c_axis = in0.channel_axis();
   core->gray_ = c_axis >= 0 && in0.dims[c_axis] == 1;
-  for (const FusedChain& chain : p.chains()) {
-    int ca = chain.input.channel_axis();
-    bool g = ca >= 0 && chain.input.dims[ca] == 1;
+  for (const FusedChain* chain : all_chains) {
+    int ca = chain->input.channel_axis();
+    bool g = ca >= 0 && chain->input.dims[ca] == 1;
     if (g != core->gray_) {
       return MakeError(ErrorCode::kUnsupported, where + ": chains read different colour decodes");
+    }
+  }
+  // Reference fields: one warning per loader naming each.
+  std::string slow;
+  int slow_fields = 0;
+  for (const FieldLayout& f : core->fields_) {
+    if (f.reference < 0) continue;
+    std::string reason = p.reference_reasons()[f.reference];
+    if (reason.starts_with("not fused: ")) reason = reason.substr(11);
+    slow += "batch field `" + f.name + "` is not fused" +
+            (reason.empty() ? std::string() : " (" + reason + ")") + "; ";
+    ++slow_fields;
+  }
+  if (slow_fields > 0) {
+    core->warnings_.push_back(
+        slow + (slow_fields == 1 ? "it runs" : "they run") +
+        " on the reference implementations, much slower than a fused kernel — see report.txt");
+  }
+  if (!core->warnings_.empty()) {
+    static std::atomic<bool> printed{false};
+    if (!printed.exchange(true)) {
+      for (const std::string& w : core->warnings_) std::cerr << "sluice: warning: " << w << "\n";
     }
   }
 
@@ -621,8 +715,9 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
   request.color = gray_ ? OutputColor::kGray : OutputColor::kRGB;
 
   // Decode pushdown for a single chain: the union of what the window reads.
+  // Off with reference chains: they read the whole image.
   std::optional<SampleArgs> pushed;
-  if (p.chains().size() == 1) {
+  if (p.chains().size() == 1 && p.reference_chains().empty()) {
     auto args = ComputeSampleArgs(p.chains()[0], header->height, header->width, seed_, job.epoch,
                                   index);
     if (!args) return with_path(args.error());
@@ -656,6 +751,13 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
                  static_cast<int64_t>(img.stride())};
   for (const FieldLayout& f : fields_) {
     uint8_t* slot = Slot(job.buffer, f, job.slot);
+    if (f.reference >= 0) {
+      auto k0 = Clock::now();
+      Status st = RunReference(f, index, job, scratch, slot);
+      out.kernel_ns += Ns(k0, Clock::now());
+      if (!st) return with_path(st.error());
+      continue;
+    }
     if (f.chain < 0) {
       int64_t label = source_->label(index);
       std::memcpy(slot, &label, sizeof(label));
@@ -699,6 +801,45 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
       return with_path(st.error());
     }
   }
+  return Ok();
+}
+
+Status LoaderCore::RunReference(const FieldLayout& f, uint64_t index, const Job& job,
+                                Scratch& scratch, uint8_t* slot) const {
+  const ImageBuffer& img = scratch.image;
+  RefTensor& ref = scratch.ref_image;
+  const int64_t h = img.height(), w = img.width(), c = img.channels();
+  ref.type.dtype = DType::kUInt8;
+  ref.type.layout = Layout::kHWC;
+  ref.type.dims.resize(3);
+  ref.type.dims[0] = h;
+  ref.type.dims[1] = w;
+  ref.type.dims[2] = c;
+  ref.data.resize(static_cast<size_t>(h * w * c));  // keeps its capacity
+  for (int64_t y = 0; y < h; ++y) {
+    const uint8_t* row = img.data() + static_cast<size_t>(y) * img.stride();
+    float* dst = ref.data.data() + static_cast<size_t>(y * w * c);
+    for (int64_t i = 0; i < w * c; ++i) dst[i] = row[i];
+  }
+  const FusedChain& chain = plan_->reference_chains()[static_cast<size_t>(f.reference)];
+  auto result = ReferenceChain(chain, ref, seed_, job.epoch, index);
+  if (!result) {
+    Error e = result.error();
+    e.message = "batch field `" + f.name + "` (reference chain) on a " + std::to_string(w) + "x" +
+                std::to_string(h) + " image: " + e.message;
+    return std::unexpected(std::move(e));
+  }
+  if (result->type.dims != f.sample_shape || result->type.dtype != f.dtype ||
+      result->data.size() * static_cast<size_t>(DTypeSize(f.dtype)) != f.sample_bytes) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "batch field `" + f.name + "`: its reference chain gives " +
+                         result->type.ToString() + " for a " + std::to_string(w) + "x" +
+                         std::to_string(h) + " image, not the field's " +
+                         plan_->reference_chains()[static_cast<size_t>(f.reference)]
+                             .output.ToString(),
+                     "end the chain with a crop, center_crop or resize to a fixed size");
+  }
+  ConvertTo(f.dtype, result->data, slot);
   return Ok();
 }
 

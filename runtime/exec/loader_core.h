@@ -16,6 +16,13 @@
 // (and its buffers) alive through shared_ptr; their release is then a no-op
 // besides freeing memory with the last reference.
 //
+// Reference fields (Plan::reference_chains(): batch fields no fusion group
+// writes) are computed per sample on the decoded image by the registry's
+// reference implementations (ReferenceChain), keyed by (seed, epoch, sample,
+// op_id) like the fused kernels; the documented slow path: those ops allocate
+// per sample. With any reference field, decode pushdown is off (they need the
+// whole image), and the loader warns once (Stats().warnings, stderr).
+//
 // No exception escapes a worker: its body is wrapped, and an exception becomes
 // a fatal kInternal error returned by the next Next().
 //
@@ -44,6 +51,7 @@
 #include <vector>
 
 #include "ops/fusion/kernel_abi.h"
+#include "ops/reference/ref_tensor.h"
 #include "runtime/decode/image_buffer.h"
 #include "runtime/exec/online_tuner.h"
 #include "runtime/device/cuda_driver.h"
@@ -91,6 +99,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
     size_t sample_bytes = 0;
     size_t offset = 0;   // of the field's [B, ...] block in a buffer
     int chain = -1;      // chain index writing it, or -1 for the label
+    int reference = -1;  // reference chain index computing it (chain == -1), or -1
     // GPU path: the host block holds the staging images (host_sample_bytes
     // each); the device block has the staging copy then the output.
     bool gpu = false;
@@ -122,6 +131,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   struct Scratch {
     std::vector<uint8_t> read;
     ImageBuffer image;
+    // The decoded image as the reference implementations read it (reference
+    // fields only); its storage is reused from sample to sample.
+    RefTensor ref_image;
   };
   struct Job {
     int buffer = -1;
@@ -160,6 +172,13 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // job's slot. `fatal` is set for errors that are not the sample's fault.
   Status RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
                    bool& fatal) const;
+  // Computes reference field `f` of dataset index `index` from the decoded
+  // image (scratch.image, copied into scratch.ref_image) into `slot`: the
+  // chain's reference implementations step by step, keyed like the fused
+  // kernels, then converted to the field's dtype. A result whose shape is not
+  // the field's is the sample's error (not fatal).
+  Status RunReference(const FieldLayout& f, uint64_t index, const Job& job, Scratch& scratch,
+                      uint8_t* slot) const;
   uint8_t* Slot(int buffer, const FieldLayout& field, int64_t slot) const {
     return buffers_[buffer].data + field.offset +
            static_cast<size_t>(slot) * field.host_sample_bytes;

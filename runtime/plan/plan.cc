@@ -166,6 +166,28 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
   if (!batch) return context(batch.error(), "batch");
   plan.batch_ = std::move(*batch);
 
+  // A chain's steps, read against this Sluice's registry.
+  auto read_steps = [&](const json& steps, const std::string& what,
+                        std::vector<ChainStep>& out) -> Status {
+    for (const json& s : steps) {
+      if (!s.is_object() || !s.contains("op") || !s["op"].is_string() || !s.contains("op_id") ||
+          !s["op_id"].is_number_integer()) {
+        return corrupt("has a step without op or op_id in " + what);
+      }
+      const std::string op_name = s["op"].get<std::string>();
+      const OpDef* op = FindOp(op_name);
+      if (op == nullptr) {
+        return MakeError(ErrorCode::kVersionMismatch,
+                         where + " uses op `" + op_name + "`, which this Sluice does not know",
+                         kRecompile);
+      }
+      auto params = pf::ParamsFromJson(op->params, s.value("params", json::object()));
+      if (!params) return context(params.error(), what + ": op " + op_name);
+      out.push_back(ChainStep{op, std::move(*params), s["op_id"].get<int>()});
+    }
+    return Ok();
+  };
+
   // Fusion groups -> FusedChains.
   for (const json& g : j["fusion_groups"]) {
     if (!g.is_object() || !g.contains("symbol") || !g["symbol"].is_string() ||
@@ -181,22 +203,7 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
     if (!output_type) return context(output_type.error(), "fusion group " + chain.symbol);
     chain.input = *input;
     chain.output = *output_type;
-    for (const json& s : g["steps"]) {
-      if (!s.is_object() || !s.contains("op") || !s["op"].is_string() ||
-          !s.contains("op_id") || !s["op_id"].is_number_integer()) {
-        return corrupt("has a fusion step without op or op_id");
-      }
-      const std::string op_name = s["op"].get<std::string>();
-      const OpDef* op = FindOp(op_name);
-      if (op == nullptr) {
-        return MakeError(ErrorCode::kVersionMismatch,
-                         where + " uses op `" + op_name + "`, which this Sluice does not know",
-                         kRecompile);
-      }
-      auto params = pf::ParamsFromJson(op->params, s.value("params", json::object()));
-      if (!params) return context(params.error(), "op " + op_name);
-      chain.steps.push_back(ChainStep{op, std::move(*params), s["op_id"].get<int>()});
-    }
+    SLUICE_RETURN_IF_ERROR(read_steps(g["steps"], "fusion group " + chain.symbol, chain.steps));
     // The GPU split (absent in plans from before placement; null fields = none).
     std::optional<GpuStage> stage;
     if (g.contains("gpu_from") && g["gpu_from"].is_number_integer() &&
@@ -227,6 +234,42 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
     plan.chains_.push_back(std::move(chain));
     plan.gpu_stages_.push_back(std::move(stage));
     plan.chain_fields_.push_back(g.value("batch_field", std::string()));
+  }
+
+  // Reference chains (absent in plans from before them: none).
+  if (j.contains("reference_chains")) {
+    if (!j["reference_chains"].is_array()) return corrupt("has a non-array reference_chains");
+    for (const json& r : j["reference_chains"]) {
+      if (!r.is_object() || !r.contains("batch_field") || !r["batch_field"].is_string()) {
+        return corrupt("has a reference chain without batch_field");
+      }
+      const std::string field = r["batch_field"].get<std::string>();
+      const std::string what = "the reference chain of batch field `" + field + "`";
+      if (!r.contains("steps") || !r["steps"].is_array() || r["steps"].empty() ||
+          !r.contains("input_type") || !r.contains("output_type")) {
+        return corrupt("has " + what + " without steps, input_type or output_type");
+      }
+      FusedChain chain;
+      chain.symbol = "reference:" + field;
+      auto input = pf::TypeFromJson(r["input_type"]);
+      if (!input) return context(input.error(), what);
+      auto output_type = pf::TypeFromJson(r["output_type"]);
+      if (!output_type) return context(output_type.error(), what);
+      chain.input = *input;
+      chain.output = *output_type;
+      const int c = chain.input.channel_axis();
+      if (chain.input.dtype != DType::kUInt8 || chain.input.layout != Layout::kHWC || c < 0 ||
+          (chain.input.dims[c] != 1 && chain.input.dims[c] != 3) || !chain.output.is_static()) {
+        return corrupt("has " + what +
+                       " whose input is not a decoded uint8 HWC image with 1 or 3 channels, or "
+                       "whose output type is not static");
+      }
+      SLUICE_RETURN_IF_ERROR(read_steps(r["steps"], what, chain.steps));
+      plan.reference_chains_.push_back(std::move(chain));
+      plan.reference_fields_.push_back(field);
+      plan.reference_reasons_.push_back(
+          r.value("reason", json()).is_string() ? r["reason"].get<std::string>() : "");
+    }
   }
 
   if (j.contains("placement") && j["placement"].is_object() &&

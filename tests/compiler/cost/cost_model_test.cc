@@ -211,5 +211,34 @@ TEST(CostModel, PredictionAddsReadDecodeAndKernelsAndTakesTheTightestLimit) {
   EXPECT_NE(DescribePrediction(gpu).find("gpu-bound"), std::string::npos);
 }
 
+// color_jitter before the crop: no fusion group; the field runs on the
+// reference implementations and is charged kReferenceSlowdown x the same steps
+// fused (each materialized), with a full decode.
+TEST(CostModel, ReferenceChainCostsTheSlowdownTimesItsStepsAndAFullDecode) {
+  const char* jitter_first =
+      "  - color_jitter: {brightness: 0.4}\n"
+      "  - center_crop: {size: [224, 224]}\n"
+      "  - cast: {dtype: float32}\n";
+  HardwareProfile p = Profile();
+  Graph graph = Compile(jitter_first);
+  ASSERT_EQ(CountFusionGroups(graph), 0);
+  std::vector<ReferenceFieldChain> refs = BuildReferenceChains(graph);
+  ASSERT_EQ(refs.size(), 1u);
+  CostPrediction c = PredictCost(p, graph, {}, 2);
+  // color_jitter on the whole 500x375x3 image, center_crop 224x224 px, cast 224x224x3.
+  const double fused = 0.5e-9 * 500 * 375 * 3 / 3 + 5e-9 * 224 * 224 + 0.5e-9 * 224 * 224 * 3 / 3;
+  EXPECT_NEAR(c.reference_cpu_s, kReferenceSlowdown * fused, 1e-12);
+  EXPECT_NEAR(ReferenceChainCost(p, refs[0].chain, c.shape), c.reference_cpu_s, 1e-15);
+  EXPECT_EQ(c.kernel_cpu_s, 0);
+  ASSERT_EQ(c.decode_regions.size(), 1u);
+  EXPECT_EQ(c.decode_regions[0].effective_fraction, 1);  // no region of interest
+  EXPECT_NEAR(c.cpu_s, c.read_s + c.decode_s + c.reference_cpu_s, 1e-15);
+
+  // The same field fused (crop first) costs far less, and decodes only the crop.
+  CostPrediction fused_graph = PredictCost(p, Compile(kCropFirst), {-1}, 2);
+  EXPECT_EQ(fused_graph.reference_cpu_s, 0);
+  EXPECT_GT(c.cpu_s, 10 * fused_graph.cpu_s);
+}
+
 }  // namespace
 }  // namespace sluice

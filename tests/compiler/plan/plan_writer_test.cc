@@ -330,5 +330,146 @@ TEST(PlanFormat, HashIsFnv1a64) {
   EXPECT_EQ(plan_format::HashBytes("a"), "fnv1a64:af63dc4c8601ec8c");
 }
 
+Graph CompileText(const std::string& text) {
+  Diagnostics diags;
+  Spec spec = ParseSpecText(text, "t.yaml", diags);
+  EXPECT_FALSE(diags.has_errors()) << diags.Render();
+  Graph graph = BuildGraph(spec);
+  EXPECT_TRUE(RunPasses(graph, diags));
+  EXPECT_FALSE(diags.has_errors()) << diags.Render();
+  return graph;
+}
+
+std::string SpecWith(const std::string& steps, const std::string& fields = "{image: image, label: cls}") {
+  return "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n"
+         "  - decode_jpeg: {in: jpg, out: image}\n" +
+         steps + "batch: {size: 4, fields: " + fields + "}\n";
+}
+
+std::vector<std::string> StepOps(const json& chain) {
+  std::vector<std::string> ops;
+  for (const json& s : chain["steps"]) ops.push_back(s["op"].get<std::string>());
+  return ops;
+}
+
+TEST(PlanWriter, JitterBeforeTheCropWritesAReferenceChain) {
+  const std::string text = SpecWith(
+      "  - color_jitter: {brightness: 0.4, contrast: 0.4}\n"
+      "  - random_resized_crop: {size: [32, 32]}\n"
+      "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.2, 0.2, 0.2], scale: 255}\n"
+      "  - layout: {to: CHW}\n");
+  Graph graph = CompileText(text);
+  json plan = PlanJson(graph, text, FakeKernels());
+  EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
+  EXPECT_TRUE(plan["fusion_groups"].empty());
+  ASSERT_EQ(plan["reference_chains"].size(), 1u);
+  const json& r = plan["reference_chains"][0];
+  EXPECT_EQ(r["batch_field"], "image");
+  EXPECT_EQ(r["symbol"], "reference:image");
+  EXPECT_EQ(StepOps(r),
+            (std::vector<std::string>{"color_jitter", "random_resized_crop", "normalize", "layout"}));
+  // op ids are the node indices (0 source, 1 decode).
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r["steps"][i]["op_id"], i + 2) << i;
+  EXPECT_EQ(r["nodes"], json({2, 3, 4, 5}));
+  EXPECT_TRUE(r["steps"][0]["params"].contains("brightness"));
+  EXPECT_EQ(r["steps"][1]["params"]["size"], json({32, 32}));
+  EXPECT_EQ(r["input"], "image");
+  EXPECT_EQ(r["input_type"]["dims"], json({-1, -1, 3}));
+  EXPECT_EQ(r["input_type"]["dtype"], "uint8");
+  EXPECT_EQ(r["output_type"]["dims"], json({3, 32, 32}));
+  EXPECT_EQ(r["output_type"]["dtype"], "float32");
+  EXPECT_EQ(r["output_type"]["layout"], "CHW");
+  EXPECT_NE(r["reason"].get<std::string>().find("`color_jitter` (line 6) follows `decode_jpeg`"),
+            std::string::npos)
+      << r["reason"];
+
+  std::string report = PlanReport(graph, FakeKernels());
+  EXPECT_NE(report.find("unfused ops (run on the reference implementations):"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("batch field `image` runs per sample on the reference implementations: "
+                        "decode_jpeg (line 5) -> color_jitter (line 6) -> random_resized_crop "
+                        "(line 7) -> normalize (line 8) -> layout (line 9)"),
+            std::string::npos)
+      << report;
+}
+
+TEST(PlanWriter, TwoResizesWriteAReferenceChainWithTheirOpIds) {
+  const std::string text = SpecWith(
+      "  - resize: {size: [64, 64]}\n"
+      "  - resize: {size: [32, 32]}\n"
+      "  - cast: {dtype: float16}\n");
+  Graph graph = CompileText(text);
+  json plan = PlanJson(graph, text, FakeKernels());
+  EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
+  EXPECT_TRUE(plan["fusion_groups"].empty());
+  ASSERT_EQ(plan["reference_chains"].size(), 1u);
+  const json& r = plan["reference_chains"][0];
+  EXPECT_EQ(StepOps(r), (std::vector<std::string>{"resize", "resize", "cast"}));
+  EXPECT_EQ(r["steps"][0]["op_id"], 2);
+  EXPECT_EQ(r["steps"][1]["op_id"], 3);
+  EXPECT_EQ(r["steps"][2]["op_id"], 4);
+  EXPECT_EQ(r["steps"][0]["params"]["size"], json({64, 64}));
+  EXPECT_EQ(r["steps"][1]["params"]["size"], json({32, 32}));
+  EXPECT_EQ(r["output_type"]["dims"], json({32, 32, 3}));
+  EXPECT_EQ(r["output_type"]["dtype"], "float16");
+  EXPECT_NE(r["reason"].get<std::string>().find("rescales more than once"), std::string::npos);
+  std::string report = PlanReport(graph, FakeKernels());
+  EXPECT_NE(report.find("batch field `image` runs per sample on the reference implementations"),
+            std::string::npos)
+      << report;
+}
+
+// A fused field and an unfused one from two decodes of the same file: only
+// the unfused one gets a reference chain; a decoded image read by two fields
+// is not fused, and the reason says so.
+TEST(PlanWriter, MixedPlanAndSharedDecodeReasons) {
+  const std::string mixed =
+      "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n"
+      "  - decode_jpeg: {in: jpg, out: a}\n"
+      "  - center_crop: {size: [16, 16], out: x}\n"
+      "  - decode_jpeg: {in: jpg, out: b}\n"
+      "  - color_jitter: {saturation: 0.5}\n"
+      "  - center_crop: {size: [8, 8], out: y}\n"
+      "batch: {size: 4, fields: {x: x, y: y, label: cls}}\n";
+  Graph graph = CompileText(mixed);
+  json plan = PlanJson(graph, mixed, FakeKernels());
+  EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
+  ASSERT_EQ(plan["fusion_groups"].size(), 1u);
+  EXPECT_EQ(plan["fusion_groups"][0]["batch_field"], "x");
+  ASSERT_EQ(plan["reference_chains"].size(), 1u);
+  EXPECT_EQ(plan["reference_chains"][0]["batch_field"], "y");
+  EXPECT_EQ(plan["reference_chains"][0]["input"], "b");
+  EXPECT_EQ(StepOps(plan["reference_chains"][0]),
+            (std::vector<std::string>{"color_jitter", "center_crop"}));
+  std::string report = PlanReport(graph, FakeKernels());
+  EXPECT_NE(report.find("decode pushdown: off"), std::string::npos) << report;
+
+  const std::string shared =
+      "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n"
+      "  - decode_jpeg: {in: jpg, out: image}\n"
+      "  - center_crop: {in: image, out: a, size: [16, 16]}\n"
+      "  - center_crop: {in: image, out: b, size: [8, 8]}\n"
+      "batch: {size: 4, fields: {a: a, b: b}}\n";
+  Graph g2 = CompileText(shared);
+  json p2 = PlanJson(g2, shared, FakeKernels());
+  EXPECT_TRUE(p2["fusion_groups"].empty());
+  ASSERT_EQ(p2["reference_chains"].size(), 2u);
+  EXPECT_EQ(p2["reference_chains"][0]["batch_field"], "a");
+  EXPECT_EQ(p2["reference_chains"][1]["batch_field"], "b");
+  EXPECT_NE(p2["reference_chains"][1]["reason"].get<std::string>().find(
+                "the output of `decode_jpeg` (line 5) is read by 2 ops"),
+            std::string::npos)
+      << p2["reference_chains"][1]["reason"];
+}
+
+TEST(PlanWriter, FusedExamplesHaveNoReferenceChains) {
+  std::string text;
+  Graph graph = CompileExample("imagenet_train.yaml", &text);
+  json plan = PlanJson(graph, text, FakeKernels());
+  ASSERT_TRUE(plan["reference_chains"].is_array());
+  EXPECT_TRUE(plan["reference_chains"].empty());
+  EXPECT_EQ(PlanReport(graph, FakeKernels()).find("unfused ops"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sluice

@@ -188,6 +188,120 @@ TEST_F(PlanLoad, NotAPlanAndBadJson) {
   EXPECT_EQ(bad.error().code, ErrorCode::kCorruptData);
 }
 
+TEST_F(PlanLoad, FusedPlanHasNoReferenceChains) {
+  auto plan = sluice::Plan::Load(Plan().string(), kVars);
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_TRUE(plan->reference_chains().empty());
+  EXPECT_TRUE(plan->reference_fields().empty());
+  // A plan from before reference chains (no key) loads the same.
+  fs::path copy = Copy("old.plan");
+  EditJson(copy, [](json& j) { j.erase("reference_chains"); });
+  auto old = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_TRUE(old) << old.error().ToString();
+  EXPECT_TRUE(old->reference_chains().empty());
+}
+
+// A spec with color_jitter before the crop: no fusion group (kernels.so has no
+// chain symbol), one reference chain, read back as the compiler built it.
+class ReferencePlanLoad : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() /
+                        ("sluice_ref_plan_load_test_" + std::to_string(::getpid())));
+    fs::remove_all(*dir_);
+    const std::string text =
+        "sluice: 1\nname: ref\nsource: {format: image_folder, path: \"${DATA}\"}\ngraph:\n"
+        "  - decode_jpeg: {in: jpg, out: image}\n"
+        "  - color_jitter: {brightness: 0.4, saturation: 0.4}\n"
+        "  - random_resized_crop: {size: [16, 16]}\n"
+        "  - cast: {dtype: float16}\n"
+        "batch: {size: 2, fields: {image: image, label: cls}}\n";
+    Diagnostics diags;
+    Spec spec = ParseSpecText(text, "ref.yaml", diags);
+    ASSERT_FALSE(diags.has_errors()) << diags.Render();
+    graph_ = new Graph(BuildGraph(spec));
+    ASSERT_TRUE(RunPasses(*graph_, diags));
+    CodegenOptions options;
+    options.cpu_targets = {"x86-64-linux-sse41"};
+    options.cuda = false;
+    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "ref.plan").string(), options));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete graph_;
+    delete compiled_;
+  }
+  void SetUp() override { ASSERT_TRUE(*compiled_) << compiled_->error().ToString(); }
+  static fs::path Copy(const std::string& name) {
+    fs::path copy = *dir_ / name;
+    fs::remove_all(copy);
+    fs::copy(*dir_ / "ref.plan", copy, fs::copy_options::recursive);
+    return copy;
+  }
+  static fs::path* dir_;
+  static Graph* graph_;
+  static Status* compiled_;
+};
+fs::path* ReferencePlanLoad::dir_ = nullptr;
+Graph* ReferencePlanLoad::graph_ = nullptr;
+Status* ReferencePlanLoad::compiled_ = nullptr;
+
+TEST_F(ReferencePlanLoad, LoadsTheReferenceChainWithoutAnyFusedKernel) {
+  auto plan = sluice::Plan::Load((*dir_ / "ref.plan").string(), kVars);
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_TRUE(plan->chains().empty());
+  std::vector<ReferenceFieldChain> expected = BuildReferenceChains(*graph_);
+  ASSERT_EQ(expected.size(), 1u);
+  ASSERT_EQ(plan->reference_chains().size(), 1u);
+  EXPECT_EQ(plan->reference_fields(), (std::vector<std::string>{"image"}));
+  const FusedChain& got = plan->reference_chains()[0];
+  EXPECT_EQ(got.symbol, "reference:image");
+  EXPECT_EQ(got.gpu_from, -1);
+  EXPECT_EQ(got.input, expected[0].chain.input);
+  EXPECT_EQ(got.output, expected[0].chain.output);
+  EXPECT_EQ(got.output.ToString(), "float16[16,16,3] HWC");
+  ASSERT_EQ(got.steps.size(), 3u);
+  ASSERT_EQ(got.steps.size(), expected[0].chain.steps.size());
+  for (size_t i = 0; i < got.steps.size(); ++i) {
+    EXPECT_EQ(got.steps[i].op, expected[0].chain.steps[i].op) << i;
+    EXPECT_EQ(got.steps[i].op_id, expected[0].chain.steps[i].op_id) << i;
+    EXPECT_EQ(got.steps[i].params, expected[0].chain.steps[i].params) << i;
+  }
+  EXPECT_EQ(got.steps[0].op->name, "color_jitter");
+  EXPECT_NE(plan->reference_reasons()[0].find("color_jitter"), std::string::npos);
+}
+
+TEST_F(ReferencePlanLoad, CorruptReferenceStepIsCorruptDataNamingTheField) {
+  fs::path copy = Copy("corrupt_step.plan");
+  json j = json::parse(ReadFile(copy / "plan.json"));
+  j["reference_chains"][0]["steps"][1].erase("op");
+  WriteFile(copy / "plan.json", j.dump(2));
+  auto plan = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(plan.error().message.find("batch field `image`"), std::string::npos)
+      << plan.error().message;
+
+  fs::path no_type = Copy("no_type.plan");
+  j = json::parse(ReadFile(no_type / "plan.json"));
+  j["reference_chains"][0].erase("output_type");
+  WriteFile(no_type / "plan.json", j.dump(2));
+  auto missing = sluice::Plan::Load(no_type.string(), kVars);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(missing.error().message.find("batch field `image`"), std::string::npos);
+
+  fs::path unknown = Copy("unknown_op.plan");
+  j = json::parse(ReadFile(unknown / "plan.json"));
+  j["reference_chains"][0]["steps"][0]["op"] = "colour_jitter";
+  WriteFile(unknown / "plan.json", j.dump(2));
+  auto op = sluice::Plan::Load(unknown.string(), kVars);
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().code, ErrorCode::kVersionMismatch);
+  EXPECT_NE(op.error().message.find("colour_jitter"), std::string::npos);
+}
+
 TEST(BindVariables, SubstitutesAndNamesTheUnbound) {
   auto ok = BindVariables("${A}/x/${B}", {{"A", "a"}, {"B", "b"}}, "source.path");
   ASSERT_TRUE(ok);
