@@ -450,7 +450,9 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
                                : " (assumed: ImageNet's typical)") +
          "\n";
     r += "  per sample on one CPU core: read " + Ms(c.read_s) + " + decode " + Ms(c.decode_s);
-    if (!c.decode_regions.empty()) {
+    if (!references.empty()) {
+      r += " (the whole image: a batch field runs on the reference implementations)";
+    } else if (!c.decode_regions.empty()) {
       const DecodeRegion& reg = c.decode_regions.front();
       r += " (region of interest: Huffman over " + Fixed(100 * reg.rows_fraction, 0) +
            "% of the rows, IDCT/colour over " + Fixed(100 * reg.area_fraction, 0) +

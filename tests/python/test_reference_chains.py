@@ -2,6 +2,7 @@
 loads and yields batches: the field runs on the reference implementations,
 and the loader says so once."""
 
+import json
 import os
 
 import numpy as np
@@ -31,8 +32,11 @@ def test_unfused_spec_loads_and_yields_batches(tmp_root, dataset):
     sluice.compile(JITTER_FIRST_SPEC, out, cpu_targets=FAST_TARGETS, cuda=False)
     with open(os.path.join(out, "report.txt")) as f:
         assert "batch field `image` runs per sample on the reference implementations" in f.read()
+    with open(os.path.join(out, "plan.json")) as f:
+        written = json.load(f)
+    assert written["fusion_groups"] == []  # nothing fused
+    assert [r["batch_field"] for r in written["reference_chains"]] == ["image"]
     plan = sluice.load(out, vars={"DATA": dataset})
-    assert plan.chain_fields == []  # nothing fused
     loader = plan.loader(threads=2)
     batches = []
     for i, b in enumerate(loader):
