@@ -389,8 +389,8 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
       r += "  batch field `" + ref.field + "` runs per sample on the reference implementations: " +
            NodeWhere(graph.nodes[ref.decode]);
       for (NodeId n : ref.nodes) r += " -> " + NodeWhere(graph.nodes[n]);
-      r += ", " + ref.chain.input.ToString() + " -> " + ref.chain.output.ToString() +
-           "; about " + Fixed(kReferenceSlowdown, 0) +
+      r += ", " + ref.chain.input.ToString() + " -> " + ref.chain.output.ToString() + "; about " +
+           Fixed(kReferenceSlowdown, 0) +
            "x slower than a fused kernel, and the whole image is decoded (no region of "
            "interest)\n";
     }

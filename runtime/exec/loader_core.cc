@@ -209,8 +209,8 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
       }
     }
     if (f.chain >= 0 || f.reference >= 0) {
-      const TensorType& t = f.chain >= 0 ? p.chains()[f.chain].output
-                                         : p.reference_chains()[f.reference].output;
+      const TensorType& t =
+          f.chain >= 0 ? p.chains()[f.chain].output : p.reference_chains()[f.reference].output;
       if (!t.is_static()) {
         return MakeError(ErrorCode::kUnsupported,
                          where + ": field `" + name + "` has a non-static type " + t.ToString());
@@ -834,9 +834,7 @@ Status LoaderCore::RunReference(const FieldLayout& f, uint64_t index, const Job&
     return MakeError(ErrorCode::kInvalidArgument,
                      "batch field `" + f.name + "`: its reference chain gives " +
                          result->type.ToString() + " for a " + std::to_string(w) + "x" +
-                         std::to_string(h) + " image, not the field's " +
-                         plan_->reference_chains()[static_cast<size_t>(f.reference)]
-                             .output.ToString(),
+                         std::to_string(h) + " image, not the field's " + chain.output.ToString(),
                      "end the chain with a crop, center_crop or resize to a fixed size");
   }
   ConvertTo(f.dtype, result->data, slot);

@@ -340,7 +340,8 @@ Graph CompileText(const std::string& text) {
   return graph;
 }
 
-std::string SpecWith(const std::string& steps, const std::string& fields = "{image: image, label: cls}") {
+std::string SpecWith(const std::string& steps,
+                     const std::string& fields = "{image: image, label: cls}") {
   return "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n"
          "  - decode_jpeg: {in: jpg, out: image}\n" +
          steps + "batch: {size: 4, fields: " + fields + "}\n";
@@ -366,8 +367,8 @@ TEST(PlanWriter, JitterBeforeTheCropWritesAReferenceChain) {
   const json& r = plan["reference_chains"][0];
   EXPECT_EQ(r["batch_field"], "image");
   EXPECT_EQ(r["symbol"], "reference:image");
-  EXPECT_EQ(StepOps(r),
-            (std::vector<std::string>{"color_jitter", "random_resized_crop", "normalize", "layout"}));
+  EXPECT_EQ(StepOps(r), (std::vector<std::string>{"color_jitter", "random_resized_crop",
+                                                  "normalize", "layout"}));
   // op ids are the node indices (0 source, 1 decode).
   for (int i = 0; i < 4; ++i) EXPECT_EQ(r["steps"][i]["op_id"], i + 2) << i;
   EXPECT_EQ(r["nodes"], json({2, 3, 4, 5}));

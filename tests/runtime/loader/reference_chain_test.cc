@@ -50,7 +50,7 @@ std::string CompileSpec(const std::string& spec_text, const fs::path& dir,
 }
 
 std::string SpecText(const std::string& graph, const std::string& fields,
-                 const std::string& on_error = "{policy: fail}") {
+                     const std::string& on_error = "{policy: fail}") {
   return "sluice: 1\nname: ref_test\nsource: {format: image_folder, path: \"${DATA}\"}\n"
          "sampling: {order: shuffle, seed: 5, sharding: none, remainder: drop}\n"
          "graph:\n" +
@@ -134,11 +134,10 @@ TEST_F(ReferenceChainLoader, PointwiseBeforeGeometryRunsAndEqualsReferenceChain)
         EXPECT_EQ(std::memcmp(got, ref->data.data(), sizeof(float) * 3 * 16 * 16), 0)
             << "epoch " << epoch << " sample " << idx;
         const int64_t label = batch.field("label")->as<int64_t>()[i];
-        EXPECT_EQ(label, static_cast<int64_t>(paths_[idx].find("class_1") != std::string::npos
-                                                  ? 1
-                                                  : paths_[idx].find("class_2") != std::string::npos
-                                                        ? 2
-                                                        : 0));
+        EXPECT_EQ(label,
+                  static_cast<int64_t>(paths_[idx].find("class_1") != std::string::npos   ? 1
+                                       : paths_[idx].find("class_2") != std::string::npos ? 2
+                                                                                          : 0));
         ++compared;
       }
     }
@@ -291,8 +290,7 @@ TEST_F(ReferenceChainLoader, WrongShapeForSomeImageSizesIsABadSample) {
                         "a 40x60 image"),
             std::string::npos)
       << reason;
-  EXPECT_NE(reason.find("image, not the field's uint8[20,20,3] HWC"), std::string::npos)
-      << reason;
+  EXPECT_NE(reason.find("image, not the field's uint8[20,20,3] HWC"), std::string::npos) << reason;
 
   // Under on_error: fail the same sample stops the batch with its error.
   fs::path failing = plans_->path() / "shapes_fail.plan";
