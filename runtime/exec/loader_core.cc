@@ -52,31 +52,6 @@ std::string StringOr(const ParamList& list, const std::string& name, std::string
   return v->AsString();
 }
 
-// IEEE binary16 bits of `f`, rounded to nearest even (exact for values
-// already rounded to float16, as the reference implementations' are).
-uint16_t HalfBits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mant = x & 0x7fffffu;
-  const int exp = static_cast<int>((x >> 23) & 0xffu);
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
-  const int e = exp - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (e <= 0) {  // subnormal half (quantum 2^-24)
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000u;
-    const int shift = 14 - e;
-    uint32_t half = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1u), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // a carry makes inf: right
-  return static_cast<uint16_t>(sign | half);
-}
-
 // Writes `values` (RefTensor elements: float, already rounded to `dtype`)
 // densely into `out` as `dtype`.
 void ConvertTo(DType dtype, const std::vector<float>& values, uint8_t* out) {
@@ -92,7 +67,9 @@ void ConvertTo(DType dtype, const std::vector<float>& values, uint8_t* out) {
       return;
     case DType::kFloat16:
       for (size_t i = 0; i < n; ++i) {
-        const uint16_t h = HalfBits(values[i]);
+        // The compiler's float -> _Float16 conversion: round to nearest even
+        // (exact: the values are already float16-rounded).
+        const uint16_t h = std::bit_cast<uint16_t>(static_cast<_Float16>(values[i]));
         std::memcpy(out + 2 * i, &h, 2);
       }
       return;
