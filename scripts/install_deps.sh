@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs Sluice's build and test dependencies from Debian's packages.
+# Installs Sluice's build and test dependencies: Debian's packages, and Halide
+# 21 from PyPI.
 # Idempotent: packages already installed are skipped, and apt-get runs only
 # when something is missing.
 set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libhalide14-0-dev        # Halide (with LLVM inside): kernel code generation
+  libhalide14-0-dev        # Halide 14 (with LLVM inside): fallback when the PyPI Halide below is absent
+  python3-pip              # installs Halide 21 from PyPI (below)
   libyaml-cpp-dev          # spec parsing with line/column marks
   nlohmann-json3-dev       # plan.json and JSON Schema output
   libturbojpeg0-dev libjpeg62-turbo-dev  # JPEG decode
@@ -28,12 +30,33 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install_deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Halide 21 from PyPI (the `halide` wheel carries the C++ library, with LLVM
+# inside, and its headers) into .deps/halide, where CMakeLists.txt looks first.
+# Its x86 backend emits vcvtps2ph for the float16 output (Halide 14 cannot):
+# docs/kernels.md, round 7. Without it (no registry) the build uses Debian's
+# Halide 14 and says so.
+halide_version=21.0.0
+halide_dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/halide"
+if [ -f "$halide_dir/.version" ] && [ "$(cat "$halide_dir/.version")" = "$halide_version" ]; then
+  echo "install_deps: Halide $halide_version present in $halide_dir"
+else
+  rm -rf "$halide_dir"
+  if python3 -m pip install -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --python-version 3.11 --target "$halide_dir" "halide==$halide_version"; then
+    echo "$halide_version" > "$halide_dir/.version"
+    echo "install_deps: Halide $halide_version installed in $halide_dir"
+  else
+    rm -rf "$halide_dir"
+    echo "install_deps: warning: could not install Halide $halide_version from PyPI;" \
+      "building with Debian's Halide 14 (slower float16 kernels)" >&2
+  fi
+fi

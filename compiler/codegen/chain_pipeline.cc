@@ -18,7 +18,8 @@
 //               channel, no gathers]
 //   pointwise tail    color_jitter / grayscale / normalize / cast inlined into the
 //               output, written in the chain's layout and dtype (a float16
-//               output is converted by Float16Bits on the CPU)
+//               output is converted by vcvtps2ph with Halide >= 21 on F16C
+//               targets, else by Float16Bits)
 // A chain without a rescaling op skips the tables and both passes: geom is an
 // integer gather (exact).
 // color_jitter needs the mean luma of the whole image, so with it geom is
@@ -209,7 +210,6 @@ const ParamValue& P(const ParamList& p, const std::string& name) { return p.at(n
 
 Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
                                          const Halide::Target& target) {
-  (void)target;
   SLUICE_RETURN_IF_ERROR(CheckFusable(chain));
   const int in_c = static_cast<int>(chain.input.dims[2]);
   const TensorType& ot = chain.output;
@@ -529,6 +529,19 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
         mb = select(c == i, static_cast<float>((*affine)[i].second * 0x1p-112), mb);
       }
       value = reinterpret(Float(16), Float16BitsRebiased(geom(c, x, y) * ma + mb));
+#if defined(HALIDE_VERSION_MAJOR) && HALIDE_VERSION_MAJOR >= 21
+      // Halide 21 lowers a float16 cast to vcvtps2ph on F16C targets (Halide
+      // 14 emulates it, hence the integer rounding above): the same single
+      // multiply-add, then the hardware conversion (round to nearest even).
+      if (target.has_feature(Target::F16C)) {
+        Expr a = static_cast<float>((*affine)[0].first), b = static_cast<float>((*affine)[0].second);
+        for (int i = 1; i < out_c; ++i) {
+          a = select(c == i, static_cast<float>((*affine)[i].first), a);
+          b = select(c == i, static_cast<float>((*affine)[i].second), b);
+        }
+        value = cast(Float(16), geom(c, x, y) * a + b);
+      }
+#endif
     } else {
       value = reinterpret(Float(16), affine && NormalHalfRange(*affine) ? Float16BitsNormal(pre)
                                                                        : Float16Bits(pre));
