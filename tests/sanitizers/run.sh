@@ -4,9 +4,11 @@
 #   tests/sanitizers/run.sh address|thread PATH/TO/sluice BUILD_DIR
 # 1. configures BUILD_DIR with -DSLUICE_SANITIZE=$1 and builds only
 #    sluice_runtime_tests there (no compiler, no Halide: fast enough for CI);
-# 2. compiles the loader tests' plan with the normal build's `sluice` (Halide
-#    under ASan/TSan would be slow; the kernels are generated code either way);
-# 3. runs the tests with SLUICE_TEST_PLAN pointing at that plan.
+# 2. compiles the loader tests' plans with the normal build's `sluice` (Halide
+#    under ASan/TSan would be slow; the kernels are generated code either way):
+#    loader_test.yaml (fused) and reference_chain_test.yaml (reference chain);
+# 3. runs the tests with SLUICE_TEST_PLAN / SLUICE_TEST_REFERENCE_PLAN pointing
+#    at them.
 set -eu
 san="$1"
 sluice="$2"
@@ -21,7 +23,11 @@ plan_dir="$(mktemp -d "${TMPDIR:-/tmp}/sluice_sanitize_XXXXXX")"
 trap 'rm -rf "$plan_dir"' EXIT
 "$sluice" compile "$src/tests/runtime/loader/loader_test.yaml" -o "$plan_dir/loader_test.plan"
 
+"$sluice" compile "$src/tests/runtime/loader/reference_chain_test.yaml" \
+  -o "$plan_dir/reference_chain_test.plan" >/dev/null
+
 export SLUICE_TEST_PLAN="$plan_dir/loader_test.plan"
+export SLUICE_TEST_REFERENCE_PLAN="$plan_dir/reference_chain_test.plan"
 case "$san" in
   address)
     # detect_leaks: the loader must free every pool buffer and scratch.
