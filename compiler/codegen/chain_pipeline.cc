@@ -77,8 +77,8 @@ Expr FilterFn(ref::Filter f, Expr x) {
     case ref::Filter::kBicubic: {
       const Expr a = D(-0.5);
       x = abs(x);
-      return select(x < D(1.0), ((a + D(2.0)) * x - (a + D(3.0))) * x * x + D(1.0),
-                    x < D(2.0), (((x - D(5.0)) * x + D(8.0)) * x - D(4.0)) * a, D(0.0));
+      return select(x < D(1.0), ((a + D(2.0)) * x - (a + D(3.0))) * x * x + D(1.0), x < D(2.0),
+                    (((x - D(5.0)) * x + D(8.0)) * x - D(4.0)) * a, D(0.0));
     }
     case ref::Filter::kArea:
       return select(x > D(-0.5) && x <= D(0.5), D(1.0), D(0.0));
@@ -117,9 +117,9 @@ Taps MakeTaps(const AxisParams& a, ref::Filter filter, bool antialias, const std
     // below their float precision.
     Expr inv_fs = D(1.0) / fs;
     Func raw(name + "_raw");
-    raw(k, r) = select(lo(r) + k < hi(r),
-                       FilterFn(filter, (cast<double>(lo(r) + k) - center + D(0.5)) * inv_fs),
-                       D(0.0));
+    raw(k, r) =
+        select(lo(r) + k < hi(r),
+               FilterFn(filter, (cast<double>(lo(r) + k) - center + D(0.5)) * inv_fs), D(0.0));
     RDom kk(0, a.taps, name + "_kk");
     Func total(name + "_total"), inv_total(name + "_inv_total");
     total(r) = D(0.0);
@@ -158,7 +158,6 @@ Expr InSource(const AxisParams& a, Expr j) {
   return s >= a.src_lo && s < a.src_hi;
 }
 
-
 // float32 -> IEEE float16 bits, round to nearest even (subnormals, overflow to
 // inf and NaN as the hardware conversion). Written out because Halide 14 lowers
 // a float16 cast on x86 to a longer emulation (it emits no vcvtps2ph even with
@@ -175,7 +174,7 @@ Expr Float16Bits(Expr v) {
   Expr norm = ((a + 0xfff + ((a >> 13) & 1)) >> 13) - (112 << 10);
   // |v| < 2^-14: a multiple of 2^-24 (exact scaling), rounded half to even.
   Expr sub = cast<int32_t>(round(abs(v) * 16777216.0f));
-  Expr h = select(a < 0x38800000, sub, a > 0x7f800000, 0x7e00, a >= 0x47800000, 0x7c00, norm);
+  Expr h = select(a<0x38800000, sub, a> 0x7f800000, 0x7e00, a >= 0x47800000, 0x7c00, norm);
   return cast<uint16_t>(h | sign);
 }
 
@@ -242,9 +241,9 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
   Taps yt, xt;
   RDom ky, kx, hband;
   if (!rescale) {
-    Expr v = select(InSource(ya, ry) && InSource(xa, rx),
-                    cast<float>(in(c, ClampedSource(xa, rx, in_w), ClampedSource(ya, ry, in_h))),
-                    fill);
+    Expr v =
+        select(InSource(ya, ry) && InSource(xa, rx),
+               cast<float>(in(c, ClampedSource(xa, rx, in_w), ClampedSource(ya, ry, in_h))), fill);
     geom(c, x, y) = select(valid, v, fill);
   } else {
     const ref::Filter filter = ref::ParseFilter(P(rescale->params, "interpolation").AsString());
@@ -284,13 +283,13 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       yrow(k, o) = ClampedSource(ya, yt.first(ryo) + k, in_h);
       yw(k, o) = select(yvalid && InSource(ya, yt.first(ryo) + k), yt.weight(k, ryo), 0.0f);
       yfw(o) = select(yvalid, 0.0f, fill);
-      yfw(o) += select(yvalid && !InSource(ya, yt.first(ryo) + kyr), yt.weight(kyr, ryo), 0.0f) *
-                fill;
+      yfw(o) +=
+          select(yvalid && !InSource(ya, yt.first(ryo) + kyr), yt.weight(kyr, ryo), 0.0f) * fill;
       xcol(k, o) = clamp(ClampedSource(xa, xt.first(rxo) + k, in_w), col_lo, col_hi);
       xw(k, o) = select(xvalid && InSource(xa, xt.first(rxo) + k), xt.weight(k, rxo), 0.0f);
       xfw(o) = select(xvalid, 0.0f, fill);
-      xfw(o) += select(xvalid && !InSource(xa, xt.first(rxo) + kxr), xt.weight(kxr, rxo), 0.0f) *
-                fill;
+      xfw(o) +=
+          select(xvalid && !InSource(xa, xt.first(rxo) + kxr), xt.weight(kxr, rxo), 0.0f) * fill;
       // Vectorised over the output coordinate (stored o-innermost).
       for (Func* f : {&yrow, &yw, &xcol, &xw}) {
         f->compute_root().reorder_storage(o, k).reorder(o, k).vectorize(o, 8,
@@ -327,8 +326,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       Var b("b"), s("s");
       const int nblocks = static_cast<int>((out_w + kBlock - 1) / kBlock);
       Expr xscale = cast<double>(xa.window) / cast<double>(max(xa.resized, 1));
-      Expr span =
-          min(cast<int>(ceil(D(kBlock - 1) * xscale)) + xa.taps + 2, col_hi - col_lo + 1);
+      Expr span = min(cast<int>(ceil(D(kBlock - 1) * xscale)) + xa.taps + 2, col_hi - col_lo + 1);
       // The band starts at or before the block's first tap of nonzero weight
       // and ends at or before col_hi (shifted left if needed; `span` is at most
       // the column count), so xbase(b) + s stays in [col_lo, col_hi] without a
@@ -353,8 +351,8 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       Func spanf("spanf");
       RDom rt(0, xa.taps, 0, static_cast<int>(out_w), "rt");
       spanf() = 1;
-      spanf() = max(spanf(), select(xw(rt.x, rt.y) != 0.0f,
-                                    xcol(rt.x, rt.y) - xbase(rt.y / kBlock) + 1, 1));
+      spanf() = max(spanf(),
+                    select(xw(rt.x, rt.y) != 0.0f, xcol(rt.x, rt.y) - xbase(rt.y / kBlock) + 1, 1));
       spanf.compute_root();
       kx = RDom(0, xa.taps, "kx");
       Expr oc = min(o, static_cast<int>(out_w - 1));
@@ -522,29 +520,28 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       // Float16BitsNormal rebias 2^-112 (exact: a power of two, and the scaled
       // values stay normal float32), then the integer rounding. May differ from
       // the step-by-step float result by one float16 ulp (within tolerance).
-      Expr ma = static_cast<float>((*affine)[0].first * 0x1p-112);
-      Expr mb = static_cast<float>((*affine)[0].second * 0x1p-112);
-      for (int i = 1; i < out_c; ++i) {
-        ma = select(c == i, static_cast<float>((*affine)[i].first * 0x1p-112), ma);
-        mb = select(c == i, static_cast<float>((*affine)[i].second * 0x1p-112), mb);
-      }
-      value = reinterpret(Float(16), Float16BitsRebiased(geom(c, x, y) * ma + mb));
-#if defined(HALIDE_VERSION_MAJOR) && HALIDE_VERSION_MAJOR >= 21
-      // Halide 21 lowers a float16 cast to vcvtps2ph on F16C targets (Halide
-      // 14 emulates it, hence the integer rounding above): the same single
-      // multiply-add, then the hardware conversion (round to nearest even).
-      if (target.has_feature(Target::F16C)) {
-        Expr a = static_cast<float>((*affine)[0].first), b = static_cast<float>((*affine)[0].second);
+      // u * A[c] + B[c] with the per-channel constants times `scale`.
+      auto affine_of_u = [&](double scale) {
+        Expr a = static_cast<float>((*affine)[0].first * scale);
+        Expr b = static_cast<float>((*affine)[0].second * scale);
         for (int i = 1; i < out_c; ++i) {
-          a = select(c == i, static_cast<float>((*affine)[i].first), a);
-          b = select(c == i, static_cast<float>((*affine)[i].second), b);
+          a = select(c == i, static_cast<float>((*affine)[i].first * scale), a);
+          b = select(c == i, static_cast<float>((*affine)[i].second * scale), b);
         }
-        value = cast(Float(16), geom(c, x, y) * a + b);
-      }
+        return geom(c, x, y) * a + b;
+      };
+      // Halide 21 lowers a float16 cast to vcvtps2ph on F16C targets (Halide
+      // 14 emulates it, hence the integer rounding): the same single
+      // multiply-add, then the hardware conversion (round to nearest even).
+      bool hardware_half = false;
+#if defined(HALIDE_VERSION_MAJOR) && HALIDE_VERSION_MAJOR >= 21
+      hardware_half = target.has_feature(Target::F16C);
 #endif
+      value = hardware_half ? cast(Float(16), affine_of_u(1.0))
+                            : reinterpret(Float(16), Float16BitsRebiased(affine_of_u(0x1p-112)));
     } else {
       value = reinterpret(Float(16), affine && NormalHalfRange(*affine) ? Float16BitsNormal(pre)
-                                                                       : Float16Bits(pre));
+                                                                        : Float16Bits(pre));
     }
   }
   if (chw) {

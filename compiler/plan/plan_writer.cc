@@ -142,6 +142,16 @@ json ValueRef(const Graph& graph, ValueId id) {
   return json{{"name", v.name}, {"type", v.type ? pf::TypeToJson(*v.type) : json(nullptr)}};
 }
 
+// A chain's steps as plan.json stores them (read back by Plan::Load).
+json StepsJson(const FusedChain& chain) {
+  json steps = json::array();
+  for (const ChainStep& step : chain.steps) {
+    steps.push_back(json{
+        {"op", step.op->name}, {"op_id", step.op_id}, {"params", pf::ParamsToJson(step.params)}});
+  }
+  return steps;
+}
+
 std::string NodeWhere(const Node& node) {
   std::string out = node.op ? node.op->name : "?";
   if (node.mark.valid()) out += " (line " + std::to_string(node.mark.line) + ")";
@@ -205,13 +215,9 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
   const int count = CountFusionGroups(graph);
   for (int g = 0; g < count; ++g) {
     FusedChain chain = ChainForGroup(graph, g);
-    json steps = json::array(), node_ids = json::array();
+    json node_ids = json::array();
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       if (graph.nodes[n].fusion_group == g) node_ids.push_back(n);
-    }
-    for (const ChainStep& step : chain.steps) {
-      steps.push_back(json{
-          {"op", step.op->name}, {"op_id", step.op_id}, {"params", pf::ParamsToJson(step.params)}});
     }
     std::string cuda_symbol, cpu_part_symbol, gpu_batch_symbol;
     if (g < static_cast<int>(kernels.artifact.kernels.size())) {
@@ -238,7 +244,7 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
              {"output", graph.value(last.outputs[0]).name},
              {"output_type", pf::TypeToJson(chain.output)},
              {"batch_field", BatchFieldOf(graph, last.outputs[0])},
-             {"steps", steps},
+             {"steps", StepsJson(chain)},
              {"gpu_from", gpu_from},
              {"cpu_part_symbol", symbol_or_null(cpu_part_symbol)},
              {"gpu_batch_symbol", symbol_or_null(gpu_batch_symbol)},
@@ -255,11 +261,6 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
   // its "written neither by a fused kernel nor the source's label" error).
   json references = json::array();
   for (const ReferenceFieldChain& ref : BuildReferenceChains(graph)) {
-    json steps = json::array();
-    for (const ChainStep& step : ref.chain.steps) {
-      steps.push_back(json{
-          {"op", step.op->name}, {"op_id", step.op_id}, {"params", pf::ParamsToJson(step.params)}});
-    }
     const Node& decode = graph.nodes[ref.decode];
     const Node& last = graph.nodes[ref.nodes.back()];
     std::string reason;
@@ -271,7 +272,7 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
                               {"input_type", pf::TypeToJson(ref.chain.input)},
                               {"output", graph.value(last.outputs[0]).name},
                               {"output_type", pf::TypeToJson(ref.chain.output)},
-                              {"steps", steps},
+                              {"steps", StepsJson(ref.chain)},
                               {"reason", reason}});
   }
   plan["reference_chains"] = references;

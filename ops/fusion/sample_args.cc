@@ -232,13 +232,17 @@ Result<SampleArgs> ComputeSampleArgs(const FusedChain& chain, int64_t in_h, int6
 
 Result<RefTensor> ReferenceChain(const FusedChain& chain, const RefTensor& image, uint64_t seed,
                                  uint64_t epoch, uint64_t sample) {
-  RefTensor cur = image;
+  if (chain.steps.empty()) return image;
+  // The first step reads `image` itself (no copy of the input).
+  const RefTensor* in = &image;
+  RefTensor cur;
   for (const ChainStep& step : chain.steps) {
     SampleRng rng(seed, epoch, sample, static_cast<uint32_t>(step.op_id));
     RefContext ctx{&rng};
-    auto next = step.op->reference(cur, step.params, ctx);
+    auto next = step.op->reference(*in, step.params, ctx);
     if (!next) return std::unexpected(next.error());
     cur = std::move(*next);
+    in = &cur;
   }
   return cur;
 }

@@ -134,12 +134,10 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   // Device: the GPU stages run on the GPU when asked for (or `auto`) and a
   // device is usable; otherwise the whole-chain CPU kernels (a warning), or an
   // error when cuda was forced.
-  const std::string requested =
-      options.device.value_or(StringOr(p.output(), "device", "auto"));
+  const std::string requested = options.device.value_or(StringOr(p.output(), "device", "auto"));
   if (requested != "auto" && requested != "cpu") {
     if (auto parsed = cuda::ParseCudaDevice(requested); !parsed) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       where + ": " + parsed.error().message);
+      return MakeError(ErrorCode::kInvalidArgument, where + ": " + parsed.error().message);
     }
   }
   const bool forced = requested.starts_with("cuda");
@@ -153,11 +151,11 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
     auto dev = cuda::CudaDevice::Open(ordinal);
     if (!dev) {
       if (forced) {
-        return MakeError(ErrorCode::kUnsupported,
-                         where + ": output device `" + requested + "` is not usable: " +
-                             dev.error().message,
-                         "run on a machine with a CUDA device, or set device: cpu (the plan's "
-                         "whole-chain CPU kernels then run instead)");
+        return MakeError(
+            ErrorCode::kUnsupported,
+            where + ": output device `" + requested + "` is not usable: " + dev.error().message,
+            "run on a machine with a CUDA device, or set device: cpu (the plan's "
+            "whole-chain CPU kernels then run instead)");
       }
       core->warnings_.push_back(where + " places work on the GPU, but " + dev.error().message +
                                 "; running the whole chains on the CPU");
@@ -309,8 +307,8 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
                                           : ErrorPolicy::kSkip;
     if (const ParamValue* mf = Find(e, "max_fraction")) core->max_fraction_ = mf->AsFloat();
   }
-  core->relaxed_ = options.relaxed_ordering.value_or(StringOr(out, "ordering", "strict") ==
-                                                     "relaxed");
+  core->relaxed_ =
+      options.relaxed_ordering.value_or(StringOr(out, "ordering", "strict") == "relaxed");
   core->dct_scaling_ = options.dct_scaling;
   // Each knob: LoaderOptions, else the spec's explicit value, else what
   // `sluice tune` wrote into the plan, else the auto rule (loader.h).
@@ -334,16 +332,16 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   core->prefetch_ = static_cast<int>(prefetch);
   core->worker_cap_ = core->workers_;
   core->prefetch_cap_ = core->prefetch_;
-  const bool auto_knobs = options.threads <= 0 && options.in_flight <= 0 &&
-                          options.prefetch <= 0 && IntOr(out, "threads", -1) <= 0 &&
-                          IntOr(out, "in_flight", -1) <= 0 && IntOr(out, "prefetch", -1) <= 0 &&
-                          tuned.threads <= 0 && tuned.in_flight <= 0 && tuned.prefetch <= 0;
+  const bool auto_knobs = options.threads <= 0 && options.in_flight <= 0 && options.prefetch <= 0 &&
+                          IntOr(out, "threads", -1) <= 0 && IntOr(out, "in_flight", -1) <= 0 &&
+                          IntOr(out, "prefetch", -1) <= 0 && tuned.threads <= 0 &&
+                          tuned.in_flight <= 0 && tuned.prefetch <= 0;
   if (auto_knobs) {
     // Starts at the maxima (all workers, full prefetch) and gives back what the
     // trainer does not need; never above what the pools below allocate.
-    core->online_.emplace(OnlineTuner::Limits{.max_workers = core->workers_,
-                                              .max_prefetch = core->prefetch_},
-                          core->workers_, core->prefetch_);
+    core->online_.emplace(
+        OnlineTuner::Limits{.max_workers = core->workers_, .max_prefetch = core->prefetch_},
+        core->workers_, core->prefetch_);
   }
 
   // Pools: fixed from here on.
@@ -357,8 +355,8 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
       return std::unexpected(std::move(e));
     }
     core->device_ = "cuda:" + std::to_string(ordinal);
-    auto arena = cuda::DeviceArena::Create(core->gpu_->device,
-                                           device_bytes * core->buffers_.size());
+    auto arena =
+        cuda::DeviceArena::Create(core->gpu_->device, device_bytes * core->buffers_.size());
     if (!arena) return std::unexpected(arena.error());
     core->gpu_->arena = std::move(*arena);
   }
@@ -447,10 +445,10 @@ Status LoaderCore::LaunchBatch(int buffer) {
   const size_t b = static_cast<size_t>(batch_size_);
   for (const FieldLayout& f : fields_) {
     if (!f.gpu) continue;
-    SLUICE_RETURN_IF_ERROR(drv.Check(
-        drv.cuMemcpyHtoDAsync(block + f.device_staging, buffers_[buffer].data + f.offset,
-                              f.host_sample_bytes * b, g.stream->get()),
-        "host-to-device copy of field `" + f.name + "`"));
+    SLUICE_RETURN_IF_ERROR(
+        drv.Check(drv.cuMemcpyHtoDAsync(block + f.device_staging, buffers_[buffer].data + f.offset,
+                                        f.host_sample_bytes * b, g.stream->get()),
+                  "host-to-device copy of field `" + f.name + "`"));
   }
   {
     std::lock_guard launch(LaunchMutex());
@@ -603,8 +601,8 @@ void LoaderCore::WorkerLoop(int worker) {
       outcome.read_ns = outcome.decode_ns = outcome.kernel_ns = 0;
       ProcessSample(job, scratch, outcome);
     } catch (const std::exception& e) {
-      outcome.fatal = Err(ErrorCode::kInternal, std::string("exception in a loader task: ") +
-                                                      e.what());
+      outcome.fatal =
+          Err(ErrorCode::kInternal, std::string("exception in a loader task: ") + e.what());
     } catch (...) {
       outcome.fatal = Err(ErrorCode::kInternal, "unknown exception in a loader task");
     }
@@ -666,9 +664,9 @@ void LoaderCore::ProcessSample(const Job& job, Scratch& scratch, Outcome& out) c
       return;
     }
   }
-  out.error = Err(ErrorCode::kCorruptData,
-                    "no decodable sample after " + std::to_string(kMaxAttempts) +
-                        " replacement attempts for " + source_->path(index));
+  out.error =
+      Err(ErrorCode::kCorruptData, "no decodable sample after " + std::to_string(kMaxAttempts) +
+                                       " replacement attempts for " + source_->path(index));
 }
 
 Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
@@ -695,8 +693,8 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
   // Off with reference chains: they read the whole image.
   std::optional<SampleArgs> pushed;
   if (p.chains().size() == 1 && p.reference_chains().empty()) {
-    auto args = ComputeSampleArgs(p.chains()[0], header->height, header->width, seed_, job.epoch,
-                                  index);
+    auto args =
+        ComputeSampleArgs(p.chains()[0], header->height, header->width, seed_, job.epoch, index);
     if (!args) return with_path(args.error());
     const int64_t y_lo = std::max<int64_t>({args->y.window_start, args->y.src_lo, 0});
     const int64_t y_hi = std::min<int64_t>(
@@ -707,10 +705,9 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
     if (y_lo < y_hi && x_lo < x_hi) {
       request.crop = PixelRect{static_cast<int>(x_lo), static_cast<int>(y_lo),
                                static_cast<int>(x_hi - x_lo), static_cast<int>(y_hi - y_lo)};
-      const bool whole_window = y_lo == args->y.window_start &&
-                                y_hi == args->y.window_start + args->y.window &&
-                                x_lo == args->x.window_start &&
-                                x_hi == args->x.window_start + args->x.window;
+      const bool whole_window =
+          y_lo == args->y.window_start && y_hi == args->y.window_start + args->y.window &&
+          x_lo == args->x.window_start && x_hi == args->x.window_start + args->x.window;
       if (dct_scaling_ && whole_window && args->y.window >= 2 * args->y.resized &&
           args->x.window >= 2 * args->x.resized) {
         request.min_width = args->x.resized;
@@ -726,6 +723,11 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
   const ImageBuffer& img = scratch.image;
   ImageView view{img.data(), img.height(), img.width(), img.channels(),
                  static_cast<int64_t>(img.stride())};
+  if (!p.reference_chains().empty()) {
+    auto r0 = Clock::now();
+    FillReferenceImage(scratch);
+    out.kernel_ns += Ns(r0, Clock::now());
+  }
   for (const FieldLayout& f : fields_) {
     uint8_t* slot = Slot(job.buffer, f, job.slot);
     if (f.reference >= 0) {
@@ -781,23 +783,25 @@ Status LoaderCore::RunSample(uint64_t index, const Job& job, Scratch& scratch, O
   return Ok();
 }
 
-Status LoaderCore::RunReference(const FieldLayout& f, uint64_t index, const Job& job,
-                                Scratch& scratch, uint8_t* slot) const {
+void LoaderCore::FillReferenceImage(Scratch& scratch) {
   const ImageBuffer& img = scratch.image;
   RefTensor& ref = scratch.ref_image;
   const int64_t h = img.height(), w = img.width(), c = img.channels();
   ref.type.dtype = DType::kUInt8;
   ref.type.layout = Layout::kHWC;
-  ref.type.dims.resize(3);
-  ref.type.dims[0] = h;
-  ref.type.dims[1] = w;
-  ref.type.dims[2] = c;
-  ref.data.resize(static_cast<size_t>(h * w * c));  // keeps its capacity
+  ref.type.dims.assign({h, w, c});                  // keeps its capacity
+  ref.data.resize(static_cast<size_t>(h * w * c));  // likewise
   for (int64_t y = 0; y < h; ++y) {
     const uint8_t* row = img.data() + static_cast<size_t>(y) * img.stride();
     float* dst = ref.data.data() + static_cast<size_t>(y * w * c);
     for (int64_t i = 0; i < w * c; ++i) dst[i] = row[i];
   }
+}
+
+Status LoaderCore::RunReference(const FieldLayout& f, uint64_t index, const Job& job,
+                                const Scratch& scratch, uint8_t* slot) const {
+  const RefTensor& ref = scratch.ref_image;
+  const int64_t h = ref.height(), w = ref.width();
   const FusedChain& chain = plan_->reference_chains()[static_cast<size_t>(f.reference)];
   auto result = ReferenceChain(chain, ref, seed_, job.epoch, index);
   if (!result) {
@@ -806,8 +810,7 @@ Status LoaderCore::RunReference(const FieldLayout& f, uint64_t index, const Job&
                 std::to_string(h) + " image: " + e.message;
     return std::unexpected(std::move(e));
   }
-  if (result->type.dims != f.sample_shape || result->type.dtype != f.dtype ||
-      result->data.size() * static_cast<size_t>(DTypeSize(f.dtype)) != f.sample_bytes) {
+  if (result->type.dims != f.sample_shape || result->type.dtype != f.dtype) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "batch field `" + f.name + "`: its reference chain gives " +
                          result->type.ToString() + " for a " + std::to_string(w) + "x" +
@@ -836,12 +839,11 @@ bool LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
   const double allowed = max_fraction_ * static_cast<double>(sampler_->samples_per_rank());
   if (!fatal_ && policy_ != ErrorPolicy::kFail && static_cast<double>(epoch_bad_) > allowed) {
     fatal_ = Err(ErrorCode::kCorruptData,
-                   std::to_string(epoch_bad_) + " bad samples in epoch " +
-                       std::to_string(epoch_) + " exceed on_error.max_fraction " +
-                       std::to_string(max_fraction_) + " of " +
-                       std::to_string(sampler_->samples_per_rank()) + " samples; last: " +
-                       last_bad_.back().path + ": " + last_bad_.back().reason,
-                   "fix or remove the bad files, or raise output.on_error.max_fraction");
+                 std::to_string(epoch_bad_) + " bad samples in epoch " + std::to_string(epoch_) +
+                     " exceed on_error.max_fraction " + std::to_string(max_fraction_) + " of " +
+                     std::to_string(sampler_->samples_per_rank()) +
+                     " samples; last: " + last_bad_.back().path + ": " + last_bad_.back().reason,
+                 "fix or remove the bad files, or raise output.on_error.max_fraction");
   }
   b.samples[static_cast<size_t>(job.slot)] = o.used_index;
   bool launch = false;
@@ -883,8 +885,8 @@ Batch LoaderCore::MakeBatchLocked(int buffer) {
     v.data = b.data + f.offset;
     v.bytes = f.sample_bytes * static_cast<size_t>(batch_size_);
     if (f.gpu) {
-      v.data = reinterpret_cast<void*>(static_cast<uintptr_t>(
-          gpu_->block[static_cast<size_t>(buffer)] + f.device_output));
+      v.data = reinterpret_cast<void*>(
+          static_cast<uintptr_t>(gpu_->block[static_cast<size_t>(buffer)] + f.device_output));
       v.device_type = DeviceType::kCUDA;
       v.device_id = gpu_->device->ordinal();
     }
@@ -896,7 +898,9 @@ Batch LoaderCore::MakeBatchLocked(int buffer) {
 Result<std::optional<Batch>> LoaderCore::Next() {
   auto t0 = Clock::now();
   std::unique_lock lock(mutex_);
-  auto done_waiting = [&] { wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto done_waiting = [&] {
+    wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  };
   if (online_) ObserveLocked(t0);
   while (true) {
     if (fatal_) {
@@ -1005,10 +1009,10 @@ LoaderState LoaderCore::State() const {
 
 Status LoaderCore::Restore(const LoaderState& state) {
   if (state.spec_hash != plan_->spec_hash()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "loader state is for spec " + state.spec_hash + ", this plan's is " +
-                         plan_->spec_hash(),
-                     "restore a state saved by a loader of the same plan");
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "loader state is for spec " + state.spec_hash + ", this plan's is " + plan_->spec_hash(),
+        "restore a state saved by a loader of the same plan");
   }
   const uint64_t b = static_cast<uint64_t>(batch_size_);
   if (state.position % b != 0 || state.position > sampler_->samples_per_rank()) {

@@ -53,8 +53,8 @@
 #include "ops/fusion/kernel_abi.h"
 #include "ops/reference/ref_tensor.h"
 #include "runtime/decode/image_buffer.h"
-#include "runtime/exec/online_tuner.h"
 #include "runtime/device/cuda_driver.h"
+#include "runtime/exec/online_tuner.h"
 #include "runtime/metrics/latency_recorder.h"
 #include "runtime/sampling/epoch_sampler.h"
 #include "runtime/sources/source.h"
@@ -66,8 +66,7 @@ enum class ErrorPolicy { kSkip, kReplace, kFail };
 
 class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
  public:
-  static Result<std::shared_ptr<LoaderCore>> Create(const Plan& plan,
-                                                    const LoaderOptions& options);
+  static Result<std::shared_ptr<LoaderCore>> Create(const Plan& plan, const LoaderOptions& options);
   ~LoaderCore();
   LoaderCore(const LoaderCore&) = delete;
   LoaderCore& operator=(const LoaderCore&) = delete;
@@ -103,7 +102,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
     // GPU path: the host block holds the staging images (host_sample_bytes
     // each); the device block has the staging copy then the output.
     bool gpu = false;
-    size_t host_sample_bytes = 0;  // == sample_bytes on the CPU path
+    size_t host_sample_bytes = 0;                  // == sample_bytes on the CPU path
     size_t device_staging = 0, device_output = 0;  // offsets in the buffer's device block
   };
   enum class BufferState { kFree, kFilling, kTransferring, kReady, kHeld };
@@ -125,8 +124,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
     uint64_t epoch = 0, index = 0;
     int64_t remaining = 0;
     Clock::time_point start;
-    std::optional<Error> error;    // fail policy: first failing sample's error
-    std::vector<uint64_t> samples; // dataset index per slot (sized once)
+    std::optional<Error> error;     // fail policy: first failing sample's error
+    std::vector<uint64_t> samples;  // dataset index per slot (sized once)
   };
   struct Scratch {
     std::vector<uint8_t> read;
@@ -172,12 +171,15 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // job's slot. `fatal` is set for errors that are not the sample's fault.
   Status RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
                    bool& fatal) const;
-  // Computes reference field `f` of dataset index `index` from the decoded
-  // image (scratch.image, copied into scratch.ref_image) into `slot`: the
-  // chain's reference implementations step by step, keyed like the fused
-  // kernels, then converted to the field's dtype. A result whose shape is not
-  // the field's is the sample's error (not fatal).
-  Status RunReference(const FieldLayout& f, uint64_t index, const Job& job, Scratch& scratch,
+  // Copies the decoded image (scratch.image) into scratch.ref_image, reusing
+  // its storage: once per sample, for all reference fields.
+  static void FillReferenceImage(Scratch& scratch);
+  // Computes reference field `f` of dataset index `index` from
+  // scratch.ref_image into `slot`: the chain's reference implementations step
+  // by step, keyed like the fused kernels, then converted to the field's
+  // dtype. A result whose shape is not the field's is the sample's error (not
+  // fatal).
+  Status RunReference(const FieldLayout& f, uint64_t index, const Job& job, const Scratch& scratch,
                       uint8_t* slot) const;
   uint8_t* Slot(int buffer, const FieldLayout& field, int64_t slot) const {
     return buffers_[buffer].data + field.offset +
@@ -210,7 +212,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::unique_ptr<tbb::task_arena> arena_;
   std::vector<Scratch> scratch_;  // one per worker
   Clock::time_point created_;
-  std::unique_ptr<Gpu> gpu_;      // GPU path, else null
+  std::unique_ptr<Gpu> gpu_;  // GPU path, else null
   std::string device_ = "cpu";
   std::vector<std::string> warnings_;
 
@@ -227,9 +229,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t sched_pos_ = 0;           // next position to schedule
   uint64_t start_pos_ = 0;           // where this epoch's scheduling began (Restore)
   int fill_buffer_ = -1;
-  uint64_t deliver_next_ = 0;        // strict: next batch index to hand out
+  uint64_t deliver_next_ = 0;  // strict: next batch index to hand out
   uint64_t delivered_in_epoch_ = 0;
-  std::vector<bool> delivered_;      // relaxed: which batches of the epoch were handed out
+  std::vector<bool> delivered_;  // relaxed: which batches of the epoch were handed out
   uint64_t epoch_bad_ = 0;
   // Stats.
   uint64_t samples_ = 0, batches_ = 0, bad_total_ = 0, skipped_ = 0, replaced_ = 0;

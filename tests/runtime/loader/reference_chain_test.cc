@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -65,7 +65,8 @@ std::string SpecText(const std::string& graph, const std::string& fields,
 // The spec of reference_chain_test.yaml: color_jitter before the crop, so
 // nothing fuses.
 std::string JitterFirstSpec() {
-  std::ifstream in(std::string(SLUICE_SOURCE_DIR) + "/tests/runtime/loader/reference_chain_test.yaml");
+  std::ifstream in(std::string(SLUICE_SOURCE_DIR) +
+                   "/tests/runtime/loader/reference_chain_test.yaml");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -390,8 +391,7 @@ TEST_F(ReferenceChainLoader, Float16OutputIsConvertedExactly) {
 // A plan whose only batch field cannot be built as a simple chain still says
 // which field (an old loader's error path stays clear too).
 TEST_F(ReferenceChainLoader, FieldWithoutAnyChainIsUnsupportedNamingIt) {
-  const std::string path =
-      CompileSpec(JitterFirstSpec(), plans_->path(), "nochain");
+  const std::string path = CompileSpec(JitterFirstSpec(), plans_->path(), "nochain");
   fs::path edited = plans_->path() / "nochain_edited.plan";
   fs::copy(path, edited, fs::copy_options::recursive);
   {
