@@ -13,9 +13,9 @@
 //               window and after the post-resize crops, rounded to uint8 as the
 //               reference does [per block of 8 output columns and kRows output
 //               rows: a banded weight matrix xmat over the block's source
-//               columns, run only to the widest band of nonzero weights; per
-//               band column one weight load and one broadcast FMA per row and
-//               channel, no gathers]
+//               columns, each block run only to its own band of nonzero
+//               weights; per band column one weight load and one broadcast
+//               FMA per row and channel, no gathers]
 //   pointwise tail    color_jitter / grayscale / normalize / cast inlined into the
 //               output, written in the chain's layout and dtype (a float16
 //               output is converted by vcvtps2ph with Halide >= 21 on F16C
@@ -344,16 +344,17 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       bfirst.compute_root().bound(b, 0, nblocks);
       xbase(b) = max(col_lo, min(bfirst(b), col_hi + 1 - span));
       xbase.compute_root().bound(b, 0, nblocks);
-      // The widest band actually needed (<= span): over every output and tap of
-      // nonzero weight, its column's offset from the block's base, plus one.
-      // The band loop runs to it (an RDom extent cannot call a Func; a `where`
-      // on the band's RVar becomes its loop bound).
-      Func spanf("spanf");
-      RDom rt(0, xa.taps, 0, static_cast<int>(out_w), "rt");
-      spanf() = 1;
-      spanf() = max(spanf(),
-                    select(xw(rt.x, rt.y) != 0.0f, xcol(rt.x, rt.y) - xbase(rt.y / kBlock) + 1, 1));
-      spanf.compute_root();
+      // The band each block actually needs (<= span): over the block's outputs
+      // and taps of nonzero weight, the column's offset from the block's base,
+      // plus one. The band loop runs to it (an RDom extent cannot call a Func;
+      // a `where` on the band's RVar with a bound invariant in the band loop
+      // becomes its loop bound).
+      Func bspan("bspan");
+      RDom bt(0, xa.taps, 0, kBlock, "bt");
+      Expr bo = min(b * kBlock + bt.y, static_cast<int>(out_w - 1));
+      bspan(b) = 1;
+      bspan(b) = max(bspan(b), select(xw(bt.x, bo) != 0.0f, xcol(bt.x, bo) - xbase(b) + 1, 1));
+      bspan.compute_root().bound(b, 0, nblocks);
       kx = RDom(0, xa.taps, "kx");
       Expr oc = min(o, static_cast<int>(out_w - 1));
       xmat(o, s) = 0.0f;
@@ -365,7 +366,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       // below): each weight-vector load and column index serves kRows * in_c
       // FMAs, and those are independent chains (no partial sums needed).
       RDom band(0, span, "band");
-      band.where(band < spanf());
+      band.where(band < bspan(x / kBlock));
       hband = band;
       Expr col = unsafe_promise_clamped(xbase(x / kBlock) + band, col_lo, col_hi);
       hpart(c, x, y) = xfw(x);
