@@ -604,6 +604,10 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
       }
     }
     out.unroll(c).vectorize(xi);
+    // The row group unrolled too: every access to the horizontal pass's
+    // accumulators has a constant index, so they stay in registers from the
+    // band loop to the stores (no round trip through the stack).
+    if (split_out) out.unroll(yi);
     if (rescale) {
       Func& hacc = passes[1];
       const Var& ry_loop = rows ? yo : y;
