@@ -201,8 +201,18 @@ class Plan:
     batch = property(lambda self: self._loaded().batch)
     output = property(lambda self: self._loaded().output)
     fields = property(lambda self: sorted(self._loaded().batch.get("fields", {})))
+    # Batch fields a fused kernel writes, in fusion-group order.
+    fused_fields = property(lambda self: list(self._loaded().chain_fields))
     cpu_targets = property(lambda self: self._loaded().cpu_targets)
     cuda_target = property(lambda self: self._loaded().cuda_target)
+
+    @property
+    def reference_fields(self) -> Dict[str, str]:
+        """Batch fields not fused, each with the compiler's reason: they run
+        per sample on the reference implementations (much slower; the loader
+        warns once). Empty when every field is fused."""
+        core = self._loaded()
+        return dict(zip(core.reference_fields, core.reference_reasons))
 
     @property
     def report(self) -> str:

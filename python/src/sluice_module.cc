@@ -616,6 +616,8 @@ PYBIND11_MODULE(_sluice, m) {
       .def_property_readonly("batch", [](const Plan& p) { return ToPython(p.batch()); })
       .def_property_readonly("output", [](const Plan& p) { return ToPython(p.output()); })
       .def_property_readonly("chain_fields", &Plan::chain_fields)
+      .def_property_readonly("reference_fields", &Plan::reference_fields)
+      .def_property_readonly("reference_reasons", &Plan::reference_reasons)
       .def_property_readonly("cpu_targets", &Plan::cpu_targets)
       .def_property_readonly("cuda_target", &Plan::cuda_target);
 

@@ -27,6 +27,8 @@ def test_load_and_metadata(eval_plan, dataset):
     assert eval_plan.source_format == "image_folder"
     assert eval_plan.source_params["path"] == dataset  # ${DATA} bound
     assert eval_plan.fields == ["image", "label"]
+    assert eval_plan.fused_fields == ["image"]
+    assert eval_plan.reference_fields == {}
     assert len(eval_plan.spec_hash) > 8
     assert "x86-64-linux-sse41" in eval_plan.cpu_targets
     assert "fused" in eval_plan.report or len(eval_plan.report) > 0

@@ -37,6 +37,9 @@ def test_unfused_spec_loads_and_yields_batches(tmp_root, dataset):
     assert written["fusion_groups"] == []  # nothing fused
     assert [r["batch_field"] for r in written["reference_chains"]] == ["image"]
     plan = sluice.load(out, vars={"DATA": dataset})
+    assert plan.fused_fields == []
+    assert list(plan.reference_fields) == ["image"]
+    assert "color_jitter" in plan.reference_fields["image"]
     loader = plan.loader(threads=2)
     batches = []
     for i, b in enumerate(loader):
