@@ -6,11 +6,7 @@
 #include <filesystem>
 
 #include "compiler/codegen/codegen.h"
-#include "compiler/ir/ir.h"
-#include "compiler/passes/pass.h"
-#include "compiler/plan/plan_writer.h"
-#include "compiler/spec/diagnostics.h"
-#include "compiler/spec/spec.h"
+#include "compiler/plan/compile_spec.h"
 
 namespace sluice {
 
@@ -43,22 +39,6 @@ std::string ProfileProbeSpec(bool pointwise) {
   return spec;
 }
 
-namespace {
-
-Status CompileOne(const std::string& text, const std::string& out_dir,
-                  const CodegenOptions& options) {
-  Diagnostics diags;
-  Spec spec = ParseSpecText(text, "<profile probe>", diags);
-  if (diags.has_errors()) return MakeError(ErrorCode::kInternal, diags.Render());
-  Graph graph = BuildGraph(spec);
-  Status st = RunPasses(graph, diags);
-  if (diags.has_errors()) return MakeError(ErrorCode::kInternal, diags.Render());
-  SLUICE_RETURN_IF_ERROR(st);
-  return CompilePlan(graph, text, out_dir, options);
-}
-
-}  // namespace
-
 Result<std::unique_ptr<ProfilePlans>> CompileProfilePlans(const std::string& simd) {
   CodegenOptions options;
   options.cuda = false;
@@ -81,8 +61,10 @@ Result<std::unique_ptr<ProfilePlans>> CompileProfilePlans(const std::string& sim
   plans->dir = tmpl;
   plans->resample_plan = tmpl + "/resample.plan";
   plans->pointwise_plan = tmpl + "/pointwise.plan";
-  SLUICE_RETURN_IF_ERROR(CompileOne(ProfileProbeSpec(false), plans->resample_plan, options));
-  SLUICE_RETURN_IF_ERROR(CompileOne(ProfileProbeSpec(true), plans->pointwise_plan, options));
+  SLUICE_RETURN_IF_ERROR(
+      CompileSpecText(ProfileProbeSpec(false), "<profile probe>", plans->resample_plan, options));
+  SLUICE_RETURN_IF_ERROR(
+      CompileSpecText(ProfileProbeSpec(true), "<profile probe>", plans->pointwise_plan, options));
   return plans;
 }
 

@@ -16,18 +16,14 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #ifndef SLUICE_TESTS_NO_COMPILER
-#include "compiler/ir/ir.h"
-#include "compiler/passes/pass.h"
-#include "compiler/plan/plan_writer.h"
-#include "compiler/spec/diagnostics.h"
-#include "compiler/spec/spec.h"
+#include "compiler/codegen/codegen.h"
+#include "compiler/plan/compile_spec.h"
 #endif
 #include "sluice/sluice.h"
 
@@ -61,6 +57,17 @@ class ScopedDir {
   fs::path path_;
 };
 
+#ifndef SLUICE_TESTS_NO_COMPILER
+// One SSE4.1 target (every x86-64 test machine runs it; one target keeps the
+// compile short), no CUDA.
+inline CodegenOptions TestCodegenOptions() {
+  CodegenOptions options;
+  options.cpu_targets = {"x86-64-linux-sse41"};
+  options.cuda = false;
+  return options;
+}
+#endif
+
 // The compiled test plan's directory (compiled on first use). Empty + error
 // text when compilation failed.
 struct CompiledPlan {
@@ -80,24 +87,8 @@ inline const CompiledPlan& TestPlan() {
     p.error = "SLUICE_TEST_PLAN is not set and this test binary has no compiler";
 #else
     p.dir = std::make_unique<ScopedDir>("loader_plan");
-    Diagnostics diags;
-    const std::string spec_text = LoaderTestSpec();
-    Spec spec = ParseSpecText(spec_text, "loader_test.yaml", diags);
-    if (diags.has_errors()) {
-      p.error = diags.Render();
-      return p;
-    }
-    Graph graph = BuildGraph(spec);
-    Status passes = RunPasses(graph, diags);
-    if (diags.has_errors() || !passes) {
-      p.error = diags.Render() + (passes ? "" : passes.error().ToString());
-      return p;
-    }
-    CodegenOptions options;
-    options.cpu_targets = {"x86-64-linux-sse41"};
-    options.cuda = false;
     std::string out = (p.dir->path() / "loader_test.plan").string();
-    Status st = CompilePlan(graph, spec_text, out, options);
+    Status st = CompileSpecText(LoaderTestSpec(), "loader_test.yaml", out, TestCodegenOptions());
     if (!st) {
       p.error = st.error().ToString();
       return p;
@@ -196,10 +187,10 @@ inline Result<EpochBytes> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MA
   return out;
 }
 
-#define SLUICE_REQUIRE_TEST_PLAN()                                                \
-  do {                                                                            \
-    const auto& test_plan_ = ::sluice::testing_loader::TestPlan();                \
-    ASSERT_FALSE(test_plan_.path.empty()) << "test plan: " << test_plan_.error;   \
+#define SLUICE_REQUIRE_TEST_PLAN()                                              \
+  do {                                                                          \
+    const auto& test_plan_ = ::sluice::testing_loader::TestPlan();              \
+    ASSERT_FALSE(test_plan_.path.empty()) << "test plan: " << test_plan_.error; \
   } while (0)
 
 }  // namespace sluice::testing_loader

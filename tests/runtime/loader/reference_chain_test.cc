@@ -31,22 +31,11 @@ using namespace testing_loader;
 using json = nlohmann::json;
 
 #ifndef SLUICE_TESTS_NO_COMPILER
-// Compiles `spec_text` into dir/name (one SSE4.1 target, no CUDA).
+// Compiles `spec_text` into dir/name.plan (TestCodegenOptions); throws on error.
 std::string CompileSpec(const std::string& spec_text, const fs::path& dir,
                         const std::string& name) {
-  Diagnostics diags;
-  Spec spec = ParseSpecText(spec_text, name + ".yaml", diags);
-  if (diags.has_errors()) throw std::runtime_error(diags.Render());
-  Graph graph = BuildGraph(spec);
-  Status passes = RunPasses(graph, diags);
-  if (diags.has_errors() || !passes) {
-    throw std::runtime_error(diags.Render() + (passes ? "" : passes.error().ToString()));
-  }
-  CodegenOptions options;
-  options.cpu_targets = {"x86-64-linux-sse41"};
-  options.cuda = false;
   const std::string out = (dir / (name + ".plan")).string();
-  Status st = CompilePlan(graph, spec_text, out, options);
+  Status st = CompileSpecText(spec_text, name + ".yaml", out, TestCodegenOptions());
   if (!st) throw std::runtime_error(st.error().ToString());
   return out;
 }

@@ -3,25 +3,23 @@
 // copies of it in the ways a user can (old format, other compiler, deleted or
 // truncated kernels.so, missing ${DATA}, a CPU the kernels do not run on).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "compiler/codegen/codegen.h"
 #include "compiler/ir/ir.h"
-#include "compiler/passes/pass.h"
+#include "compiler/plan/compile_spec.h"
 #include "compiler/plan/fused_chains.h"
 #include "compiler/plan/plan_writer.h"
-#include "compiler/spec/diagnostics.h"
-#include "compiler/spec/spec.h"
 #include "runtime/kernels/kernel_library.h"
 #include "sluice/plan.h"
+#include "tests/runtime/loader/loader_test_util.h"
 
 namespace sluice {
 namespace {
@@ -49,15 +47,11 @@ class PlanLoad : public testing::Test {
     fs::remove_all(*dir_);
     const std::string spec_path = std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml";
     const std::string text = ReadFile(spec_path);
-    Diagnostics diags;
-    Spec spec = ParseSpecText(text, "imagenet_train.yaml", diags);
-    ASSERT_FALSE(diags.has_errors()) << diags.Render();
-    graph_ = new Graph(BuildGraph(spec));
-    ASSERT_TRUE(RunPasses(*graph_, diags));
-    CodegenOptions options;
-    options.cpu_targets = {"x86-64-linux-sse41"};
-    options.cuda = false;
-    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "x.plan").string(), options));
+    auto graph = CheckedGraph(text, "imagenet_train.yaml");
+    ASSERT_TRUE(graph) << graph.error().ToString();
+    graph_ = new Graph(std::move(*graph));
+    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "x.plan").string(),
+                                       testing_loader::TestCodegenOptions()));
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
@@ -65,9 +59,7 @@ class PlanLoad : public testing::Test {
     delete graph_;
     delete compiled_;
   }
-  void SetUp() override {
-    ASSERT_TRUE(*compiled_) << compiled_->error().ToString();
-  }
+  void SetUp() override { ASSERT_TRUE(*compiled_) << compiled_->error().ToString(); }
 
   static fs::path Plan() { return *dir_ / "x.plan"; }
   // A fresh copy of the plan to break.
@@ -216,15 +208,11 @@ class ReferencePlanLoad : public testing::Test {
         "  - random_resized_crop: {size: [16, 16]}\n"
         "  - cast: {dtype: float16}\n"
         "batch: {size: 2, fields: {image: image, label: cls}}\n";
-    Diagnostics diags;
-    Spec spec = ParseSpecText(text, "ref.yaml", diags);
-    ASSERT_FALSE(diags.has_errors()) << diags.Render();
-    graph_ = new Graph(BuildGraph(spec));
-    ASSERT_TRUE(RunPasses(*graph_, diags));
-    CodegenOptions options;
-    options.cpu_targets = {"x86-64-linux-sse41"};
-    options.cuda = false;
-    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "ref.plan").string(), options));
+    auto graph = CheckedGraph(text, "ref.yaml");
+    ASSERT_TRUE(graph) << graph.error().ToString();
+    graph_ = new Graph(std::move(*graph));
+    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "ref.plan").string(),
+                                       testing_loader::TestCodegenOptions()));
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
