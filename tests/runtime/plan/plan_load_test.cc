@@ -39,19 +39,22 @@ void WriteFile(const fs::path& path, const std::string& text) {
   out << text;
 }
 
-class PlanLoad : public testing::Test {
+// A plan compiled once per test suite into a temporary directory from
+// `SpecSource::Text()`: the graph after passes (graph_), the compile status,
+// and fresh copies to break.
+template <typename SpecSource>
+class CompiledPlanSuite : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() /
-                        ("sluice_plan_load_test_" + std::to_string(::getpid())));
+    dir_ = new fs::path(fs::temp_directory_path() / ("sluice_plan_load_test_" + SpecSource::Name() +
+                                                     "_" + std::to_string(::getpid())));
     fs::remove_all(*dir_);
-    const std::string spec_path = std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml";
-    const std::string text = ReadFile(spec_path);
-    auto graph = CheckedGraph(text, "imagenet_train.yaml");
+    const std::string text = SpecSource::Text();
+    auto graph = CheckedGraph(text, SpecSource::Name() + ".yaml");
     ASSERT_TRUE(graph) << graph.error().ToString();
     graph_ = new Graph(std::move(*graph));
-    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "x.plan").string(),
-                                       testing_loader::TestCodegenOptions()));
+    compiled_ = new Status(
+        CompilePlan(*graph_, text, Plan().string(), testing_loader::TestCodegenOptions()));
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
@@ -61,7 +64,7 @@ class PlanLoad : public testing::Test {
   }
   void SetUp() override { ASSERT_TRUE(*compiled_) << compiled_->error().ToString(); }
 
-  static fs::path Plan() { return *dir_ / "x.plan"; }
+  static fs::path Plan() { return *dir_ / (SpecSource::Name() + ".plan"); }
   // A fresh copy of the plan to break.
   static fs::path Copy(const std::string& name) {
     fs::path copy = *dir_ / name;
@@ -69,19 +72,27 @@ class PlanLoad : public testing::Test {
     fs::copy(Plan(), copy, fs::copy_options::recursive);
     return copy;
   }
+
+  static inline fs::path* dir_ = nullptr;
+  static inline Graph* graph_ = nullptr;
+  static inline Status* compiled_ = nullptr;
+};
+
+struct ImagenetTrainSpec {
+  static std::string Name() { return "imagenet_train"; }
+  static std::string Text() {
+    return ReadFile(std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml");
+  }
+};
+
+class PlanLoad : public CompiledPlanSuite<ImagenetTrainSpec> {
+ protected:
   static void EditJson(const fs::path& plan, const std::function<void(json&)>& edit) {
     json j = json::parse(ReadFile(plan / "plan.json"));
     edit(j);
     WriteFile(plan / "plan.json", j.dump(2));
   }
-
-  static fs::path* dir_;
-  static Graph* graph_;
-  static Status* compiled_;
 };
-fs::path* PlanLoad::dir_ = nullptr;
-Graph* PlanLoad::graph_ = nullptr;
-Status* PlanLoad::compiled_ = nullptr;
 
 const PlanVars kVars = {{"DATA", "/data/imagenet"}};
 
@@ -195,48 +206,22 @@ TEST_F(PlanLoad, FusedPlanHasNoReferenceChains) {
 
 // A spec with color_jitter before the crop: no fusion group (kernels.so has no
 // chain symbol), one reference chain, read back as the compiler built it.
-class ReferencePlanLoad : public testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() /
-                        ("sluice_ref_plan_load_test_" + std::to_string(::getpid())));
-    fs::remove_all(*dir_);
-    const std::string text =
-        "sluice: 1\nname: ref\nsource: {format: image_folder, path: \"${DATA}\"}\ngraph:\n"
-        "  - decode_jpeg: {in: jpg, out: image}\n"
-        "  - color_jitter: {brightness: 0.4, saturation: 0.4}\n"
-        "  - random_resized_crop: {size: [16, 16]}\n"
-        "  - cast: {dtype: float16}\n"
-        "batch: {size: 2, fields: {image: image, label: cls}}\n";
-    auto graph = CheckedGraph(text, "ref.yaml");
-    ASSERT_TRUE(graph) << graph.error().ToString();
-    graph_ = new Graph(std::move(*graph));
-    compiled_ = new Status(CompilePlan(*graph_, text, (*dir_ / "ref.plan").string(),
-                                       testing_loader::TestCodegenOptions()));
+struct JitterFirstSpec {
+  static std::string Name() { return "ref"; }
+  static std::string Text() {
+    return "sluice: 1\nname: ref\nsource: {format: image_folder, path: \"${DATA}\"}\ngraph:\n"
+           "  - decode_jpeg: {in: jpg, out: image}\n"
+           "  - color_jitter: {brightness: 0.4, saturation: 0.4}\n"
+           "  - random_resized_crop: {size: [16, 16]}\n"
+           "  - cast: {dtype: float16}\n"
+           "batch: {size: 2, fields: {image: image, label: cls}}\n";
   }
-  static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
-    delete dir_;
-    delete graph_;
-    delete compiled_;
-  }
-  void SetUp() override { ASSERT_TRUE(*compiled_) << compiled_->error().ToString(); }
-  static fs::path Copy(const std::string& name) {
-    fs::path copy = *dir_ / name;
-    fs::remove_all(copy);
-    fs::copy(*dir_ / "ref.plan", copy, fs::copy_options::recursive);
-    return copy;
-  }
-  static fs::path* dir_;
-  static Graph* graph_;
-  static Status* compiled_;
 };
-fs::path* ReferencePlanLoad::dir_ = nullptr;
-Graph* ReferencePlanLoad::graph_ = nullptr;
-Status* ReferencePlanLoad::compiled_ = nullptr;
+
+class ReferencePlanLoad : public CompiledPlanSuite<JitterFirstSpec> {};
 
 TEST_F(ReferencePlanLoad, LoadsTheReferenceChainWithoutAnyFusedKernel) {
-  auto plan = sluice::Plan::Load((*dir_ / "ref.plan").string(), kVars);
+  auto plan = sluice::Plan::Load(Plan().string(), kVars);
   ASSERT_TRUE(plan) << plan.error().ToString();
   EXPECT_TRUE(plan->chains().empty());
   std::vector<ReferenceFieldChain> expected = BuildReferenceChains(*graph_);
