@@ -12,8 +12,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <ctime>
+#include <filesystem>
 #include <random>
 
 #include "compiler/codegen/codegen.h"

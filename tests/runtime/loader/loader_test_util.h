@@ -31,12 +31,17 @@ namespace sluice::testing_loader {
 
 namespace fs = std::filesystem;
 
-// The spec of the test plan (tests/runtime/loader/loader_test.yaml).
-inline std::string LoaderTestSpec() {
-  std::ifstream in(std::string(SLUICE_SOURCE_DIR) + "/tests/runtime/loader/loader_test.yaml");
-  std::stringstream text;
+// The whole file as a string ("" when it cannot be read).
+inline std::string ReadTextFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The spec of the test plan (tests/runtime/loader/loader_test.yaml).
+inline std::string LoaderTestSpec() {
+  return ReadTextFile(std::string(SLUICE_SOURCE_DIR) + "/tests/runtime/loader/loader_test.yaml");
 }
 
 // A directory removed (recursively) on destruction.
@@ -100,20 +105,22 @@ inline const CompiledPlan& TestPlan() {
   return plan;
 }
 
+// A copy of the plan directory `from` at `to` (replaced if present) with its
+// plan.json edited by `edit`.
+inline std::string CopyWithEditedJson(const fs::path& from, const fs::path& to,
+                                      const std::function<void(nlohmann::json&)>& edit) {
+  fs::remove_all(to);
+  fs::copy(from, to, fs::copy_options::recursive);
+  nlohmann::json j = nlohmann::json::parse(ReadTextFile(to / "plan.json"));
+  edit(j);
+  std::ofstream(to / "plan.json", std::ios::trunc) << j.dump(2);
+  return to.string();
+}
+
 // A copy of the test plan in `dir` with plan.json edited by `edit`.
 inline std::string EditedPlan(const fs::path& dir, const std::string& name,
                               const std::function<void(nlohmann::json&)>& edit) {
-  fs::path copy = dir / name;
-  fs::remove_all(copy);
-  fs::copy(TestPlan().path, copy, fs::copy_options::recursive);
-  std::ifstream in(copy / "plan.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  in.close();
-  nlohmann::json j = nlohmann::json::parse(text.str());
-  edit(j);
-  std::ofstream(copy / "plan.json", std::ios::trunc) << j.dump(2);
-  return copy.string();
+  return CopyWithEditedJson(TestPlan().path, dir / name, edit);
 }
 
 // Photo-like deterministic RGB content: smooth gradients plus texture.

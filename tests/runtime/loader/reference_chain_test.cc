@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "ops/fusion/sample_args.h"
@@ -54,11 +53,8 @@ std::string SpecText(const std::string& graph, const std::string& fields,
 // The spec of reference_chain_test.yaml: color_jitter before the crop, so
 // nothing fuses.
 std::string JitterFirstSpec() {
-  std::ifstream in(std::string(SLUICE_SOURCE_DIR) +
-                   "/tests/runtime/loader/reference_chain_test.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ReadTextFile(std::string(SLUICE_SOURCE_DIR) +
+                      "/tests/runtime/loader/reference_chain_test.yaml");
 }
 
 class ReferenceChainLoader : public ::testing::Test {
@@ -262,18 +258,14 @@ TEST_F(ReferenceChainLoader, WrongShapeForSomeImageSizesIsABadSample) {
   const std::string compiled = CompileSpec(
       SpecText(graph, "{image: image, label: cls}", "{policy: skip, max_fraction: 1.0}"),
       plans_->path(), "shapes");
-  fs::path edited = plans_->path() / "shapes_edited.plan";
-  fs::copy(compiled, edited, fs::copy_options::recursive);
-  {
-    std::ifstream in(edited / "plan.json");
-    json j = json::parse(in);
-    in.close();
-    ASSERT_EQ(j["reference_chains"].size(), 1u);
-    json& resize = j["reference_chains"][0]["steps"][1];
-    ASSERT_EQ(resize["op"], "resize");
-    resize["params"]["size"] = json::array({20});  // shorter side: 20 x (20 * w / h)
-    std::ofstream(edited / "plan.json", std::ios::trunc) << j.dump(2);
-  }
+  const fs::path edited =
+      CopyWithEditedJson(compiled, plans_->path() / "shapes_edited.plan", [](json& j) {
+        ASSERT_EQ(j["reference_chains"].size(), 1u);
+        json& resize = j["reference_chains"][0]["steps"][1];
+        ASSERT_EQ(resize["op"], "resize");
+        resize["params"]["size"] = json::array({20});  // shorter side: 20 x (20 * w / h)
+      });
+  ASSERT_FALSE(HasFatalFailure());
   Plan plan = Load(edited.string());
   auto loader = Loader::Create(plan, Threads(2));
   ASSERT_TRUE(loader) << loader.error().ToString();
@@ -299,15 +291,9 @@ TEST_F(ReferenceChainLoader, WrongShapeForSomeImageSizesIsABadSample) {
   EXPECT_NE(reason.find("image, not the field's uint8[20,20,3] HWC"), std::string::npos) << reason;
 
   // Under on_error: fail the same sample stops the batch with its error.
-  fs::path failing = plans_->path() / "shapes_fail.plan";
-  fs::copy(edited, failing, fs::copy_options::recursive);
-  {
-    std::ifstream in(failing / "plan.json");
-    json j = json::parse(in);
-    in.close();
-    j["output"]["on_error"]["policy"] = "fail";
-    std::ofstream(failing / "plan.json", std::ios::trunc) << j.dump(2);
-  }
+  const fs::path failing =
+      CopyWithEditedJson(edited, plans_->path() / "shapes_fail.plan",
+                         [](json& j) { j["output"]["on_error"]["policy"] = "fail"; });
   Plan fail_plan = Load(failing.string());
   auto fail_loader = Loader::Create(fail_plan, Threads(1));
   ASSERT_TRUE(fail_loader);
@@ -381,15 +367,10 @@ TEST_F(ReferenceChainLoader, Float16OutputIsConvertedExactly) {
 // which field (an old loader's error path stays clear too).
 TEST_F(ReferenceChainLoader, FieldWithoutAnyChainIsUnsupportedNamingIt) {
   const std::string path = CompileSpec(JitterFirstSpec(), plans_->path(), "nochain");
-  fs::path edited = plans_->path() / "nochain_edited.plan";
-  fs::copy(path, edited, fs::copy_options::recursive);
-  {
-    std::ifstream in(edited / "plan.json");
-    json j = json::parse(in);
-    in.close();
-    j.erase("reference_chains");  // as an old compiler wrote it
-    std::ofstream(edited / "plan.json", std::ios::trunc) << j.dump(2);
-  }
+  const fs::path edited =
+      CopyWithEditedJson(path, plans_->path() / "nochain_edited.plan", [](json& j) {
+        j.erase("reference_chains");  // as an old compiler wrote it
+      });
   Plan plan = Load(edited.string());
   auto loader = Loader::Create(plan, Threads(1));
   ASSERT_FALSE(loader);

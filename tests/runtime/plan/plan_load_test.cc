@@ -9,7 +9,6 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "compiler/codegen/codegen.h"
@@ -27,12 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_loader::ReadTextFile;
 
 void WriteFile(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -81,14 +75,14 @@ class CompiledPlanSuite : public testing::Test {
 struct ImagenetTrainSpec {
   static std::string Name() { return "imagenet_train"; }
   static std::string Text() {
-    return ReadFile(std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml");
+    return ReadTextFile(std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml");
   }
 };
 
 class PlanLoad : public CompiledPlanSuite<ImagenetTrainSpec> {
  protected:
   static void EditJson(const fs::path& plan, const std::function<void(json&)>& edit) {
-    json j = json::parse(ReadFile(plan / "plan.json"));
+    json j = json::parse(ReadTextFile(plan / "plan.json"));
     edit(j);
     WriteFile(plan / "plan.json", j.dump(2));
   }
@@ -247,7 +241,7 @@ TEST_F(ReferencePlanLoad, LoadsTheReferenceChainWithoutAnyFusedKernel) {
 
 TEST_F(ReferencePlanLoad, CorruptReferenceStepIsCorruptDataNamingTheField) {
   fs::path copy = Copy("corrupt_step.plan");
-  json j = json::parse(ReadFile(copy / "plan.json"));
+  json j = json::parse(ReadTextFile(copy / "plan.json"));
   j["reference_chains"][0]["steps"][1].erase("op");
   WriteFile(copy / "plan.json", j.dump(2));
   auto plan = sluice::Plan::Load(copy.string(), kVars);
@@ -257,7 +251,7 @@ TEST_F(ReferencePlanLoad, CorruptReferenceStepIsCorruptDataNamingTheField) {
       << plan.error().message;
 
   fs::path no_type = Copy("no_type.plan");
-  j = json::parse(ReadFile(no_type / "plan.json"));
+  j = json::parse(ReadTextFile(no_type / "plan.json"));
   j["reference_chains"][0].erase("output_type");
   WriteFile(no_type / "plan.json", j.dump(2));
   auto missing = sluice::Plan::Load(no_type.string(), kVars);
@@ -266,7 +260,7 @@ TEST_F(ReferencePlanLoad, CorruptReferenceStepIsCorruptDataNamingTheField) {
   EXPECT_NE(missing.error().message.find("batch field `image`"), std::string::npos);
 
   fs::path unknown = Copy("unknown_op.plan");
-  j = json::parse(ReadFile(unknown / "plan.json"));
+  j = json::parse(ReadTextFile(unknown / "plan.json"));
   j["reference_chains"][0]["steps"][0]["op"] = "colour_jitter";
   WriteFile(unknown / "plan.json", j.dump(2));
   auto op = sluice::Plan::Load(unknown.string(), kVars);
