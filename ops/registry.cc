@@ -242,7 +242,9 @@ const std::vector<ParamDef>& OutputParams() {
         ParamDef{.name = "ordering",
                  .type = ParamType::kEnum,
                  .doc = "strict: batches in sampling order; relaxed: a batch may be delivered "
-                        "as soon as it is full (same contents, order may vary).",
+                        "as soon as it is full (same contents, order may vary; a saved "
+                        "loader state lists the batches delivered ahead, so resuming "
+                        "repeats none).",
                  .default_value = VStr("strict"),
                  .choices = {"strict", "relaxed"}},
         ParamDef{.name = "on_error",

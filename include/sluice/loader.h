@@ -100,12 +100,18 @@ struct LoaderOptions {
 };
 
 // Where a loader is: the next batch it yields is batch position / batch_size
-// of `epoch`. Serializable: ToString() gives
-// "sluice-state v1 epoch=E position=P spec=HASH".
+// of `epoch`, then the epoch's later batches except those in `delivered_ahead`.
+// Serializable: ToString() gives "sluice-state v1 epoch=E position=P spec=HASH",
+// followed by " ahead=I,J,..." when delivered_ahead is not empty.
 struct LoaderState {
   uint64_t epoch = 0;
   uint64_t position = 0;  // samples into the epoch (a multiple of the batch size)
   std::string spec_hash;
+  // Relaxed ordering only: batches of the epoch after batch position /
+  // batch_size that were already delivered (ascending batch indices). A loader
+  // restored from this state does not deliver them again. Empty with strict
+  // ordering.
+  std::vector<uint64_t> delivered_ahead;
   std::string ToString() const;
   static Result<LoaderState> FromString(const std::string& text);
   bool operator==(const LoaderState&) const = default;

@@ -448,6 +448,7 @@ class PyLoader {
     d["epoch"] = s.epoch;
     d["position"] = s.position;
     d["spec_hash"] = s.spec_hash;
+    d["delivered_ahead"] = s.delivered_ahead;
     return d;
   }
 
@@ -473,6 +474,9 @@ class PyLoader {
     s.epoch = d["epoch"].cast<uint64_t>();
     s.position = d["position"].cast<uint64_t>();
     s.spec_hash = d["spec_hash"].cast<std::string>();
+    if (d.contains("delivered_ahead")) {  // absent in a state saved before it existed
+      s.delivered_ahead = d["delivered_ahead"].cast<std::vector<uint64_t>>();
+    }
     Restore(s);
   }
 

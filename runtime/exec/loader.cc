@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <sstream>
+#include <string_view>
 
 #include "runtime/exec/loader_core.h"
 
@@ -48,30 +49,45 @@ const TensorView* Batch::field(const std::string& name) const {
 
 // ---- LoaderState ----
 std::string LoaderState::ToString() const {
-  return "sluice-state v1 epoch=" + std::to_string(epoch) + " position=" +
-         std::to_string(position) + " spec=" + spec_hash;
+  std::string text = "sluice-state v1 epoch=" + std::to_string(epoch) +
+                     " position=" + std::to_string(position) + " spec=" + spec_hash;
+  for (size_t i = 0; i < delivered_ahead.size(); ++i) {
+    text += (i == 0 ? " ahead=" : ",") + std::to_string(delivered_ahead[i]);
+  }
+  return text;
 }
 
 Result<LoaderState> LoaderState::FromString(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, version, e, p, s;
-  in >> magic >> version >> e >> p >> s;
+  std::string magic, version, e, p, s, a, rest;
+  in >> magic >> version >> e >> p >> s >> a >> rest;
   auto bad = [&] {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "not a loader state: `" + text + "`",
-                     "expected `sluice-state v1 epoch=E position=P spec=HASH`");
+    return MakeError(ErrorCode::kInvalidArgument, "not a loader state: `" + text + "`",
+                     "expected `sluice-state v1 epoch=E position=P spec=HASH [ahead=I,J,...]`");
   };
   if (magic != "sluice-state" || version != "v1" || !e.starts_with("epoch=") ||
-      !p.starts_with("position=") || !s.starts_with("spec=")) {
+      !p.starts_with("position=") || !s.starts_with("spec=") ||
+      !(a.empty() || a.starts_with("ahead=")) || !rest.empty()) {
     return bad();
   }
   LoaderState state;
-  auto parse = [](const std::string& digits, uint64_t& out) {
+  auto parse = [](std::string_view digits, uint64_t& out) {
     auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
     return ec == std::errc() && ptr == digits.data() + digits.size() && !digits.empty();
   };
   if (!parse(e.substr(6), state.epoch) || !parse(p.substr(9), state.position)) return bad();
   state.spec_hash = s.substr(5);
+  if (!a.empty()) {
+    std::string_view list = std::string_view(a).substr(6);
+    while (true) {
+      const size_t comma = list.find(',');
+      uint64_t index = 0;
+      if (!parse(list.substr(0, comma), index)) return bad();
+      state.delivered_ahead.push_back(index);
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+  }
   return state;
 }
 

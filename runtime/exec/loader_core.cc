@@ -498,7 +498,8 @@ void LoaderCore::WaitIdleLocked(std::unique_lock<std::mutex>& lock) {
   cv_.wait(lock, [&] { return active_workers_ == 0; });
 }
 
-void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position) {
+void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position,
+                                  const std::vector<uint64_t>& delivered_ahead) {
   epoch_ = epoch;
   order_.emplace(sampler_->Epoch(epoch));
   sched_pos_ = position;
@@ -508,7 +509,18 @@ void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position) {
   delivered_in_epoch_ = deliver_next_;
   delivered_.assign(batches_per_epoch(), false);
   for (uint64_t k = 0; k < deliver_next_ && k < delivered_.size(); ++k) delivered_[k] = true;
+  for (uint64_t k : delivered_ahead) {
+    delivered_[k] = true;
+    ++delivered_in_epoch_;
+  }
+  SkipDeliveredBatchesLocked();
   epoch_bad_ = 0;
+}
+
+void LoaderCore::SkipDeliveredBatchesLocked() {
+  const uint64_t b = static_cast<uint64_t>(batch_size_);
+  while (sched_pos_ / b < delivered_.size() && delivered_[sched_pos_ / b]) sched_pos_ += b;
+  sched_pos_ = std::min(sched_pos_, sampler_->samples_per_rank());
 }
 
 bool LoaderCore::WorkAvailableLocked() const {
@@ -565,6 +577,7 @@ bool LoaderCore::TakeJobLocked(Job& job) {
   job.epoch = epoch_;
   job.position = sched_pos_;
   ++sched_pos_;
+  if (sched_pos_ % b == 0) SkipDeliveredBatchesLocked();
   return true;
 }
 
@@ -1003,6 +1016,9 @@ LoaderState LoaderCore::State() const {
   } else {
     s.epoch = epoch_;
     s.position = deliver_next_ * static_cast<uint64_t>(batch_size_);
+    for (uint64_t k = deliver_next_ + 1; k < delivered_.size(); ++k) {
+      if (delivered_[k]) s.delivered_ahead.push_back(k);
+    }
   }
   return s;
 }
@@ -1021,6 +1037,18 @@ Status LoaderCore::Restore(const LoaderState& state) {
                          " is not a batch boundary within the epoch (" +
                          std::to_string(sampler_->samples_per_rank()) + " samples per epoch)");
   }
+  uint64_t after = state.position / b;  // each index must exceed the one before
+  for (uint64_t k : state.delivered_ahead) {
+    if (k <= after || k >= batches_per_epoch()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "loader state's delivered batch " + std::to_string(k) +
+                           " is not after batch " + std::to_string(state.position / b) +
+                           " in ascending order within the epoch (" +
+                           std::to_string(batches_per_epoch()) + " batches per epoch)",
+                       "restore a state saved by a loader of the same plan");
+    }
+    after = k;
+  }
   std::unique_lock lock(mutex_);
   const bool was_stopping = stopping_;
   stopping_ = true;  // no new jobs while draining
@@ -1030,7 +1058,7 @@ Status LoaderCore::Restore(const LoaderState& state) {
     if (buf.state != BufferState::kHeld) buf.state = BufferState::kFree;
   }
   fatal_.reset();
-  StartEpochLocked(state.epoch, state.position);
+  StartEpochLocked(state.epoch, state.position, state.delivered_ahead);
   PumpLocked();
   return Ok();
 }

@@ -185,7 +185,14 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
     return buffers_[buffer].data + field.offset +
            static_cast<size_t>(slot) * field.host_sample_bytes;
   }
-  void StartEpochLocked(uint64_t epoch, uint64_t position);
+  // Starts `epoch` at sample `position` (a batch boundary); the batches in
+  // `delivered_ahead` (after position, checked by Restore) count as delivered
+  // and are not produced again.
+  void StartEpochLocked(uint64_t epoch, uint64_t position,
+                        const std::vector<uint64_t>& delivered_ahead = {});
+  // Moves sched_pos_ past batches already delivered (only a restored relaxed
+  // state has any ahead of it). Call at a batch boundary.
+  void SkipDeliveredBatchesLocked();
   void WaitIdleLocked(std::unique_lock<std::mutex>& lock);
   Batch MakeBatchLocked(int buffer);
 

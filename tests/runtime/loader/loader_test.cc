@@ -213,6 +213,78 @@ TEST_F(LoaderTest, RelaxedOrderingDeliversEveryBatchOnce) {
   EXPECT_EQ(indices.size(), 6u);
 }
 
+TEST_F(LoaderTest, RelaxedStateRestoreDeliversEachRemainingBatchOnce) {
+  Loader strict = MakeLoader(Threads(2));
+  auto expected = ReadEpoch(strict);
+  ASSERT_TRUE(expected);
+  LoaderOptions relaxed_options = Threads(2);
+  relaxed_options.relaxed_ordering = true;
+  relaxed_options.prefetch = 3;
+  auto read_indices = [&](Loader& loader, size_t max, std::set<uint64_t>& into) {
+    for (size_t i = 0; i < max; ++i) {
+      auto next = loader.Next();
+      ASSERT_TRUE(next) << next.error().ToString();
+      if (!next->has_value()) return;
+      const Batch& b = **next;
+      EXPECT_TRUE(into.insert(b.index()).second) << "batch " << b.index() << " delivered twice";
+      std::vector<uint8_t> bytes;
+      for (const TensorView& v : b.fields()) {
+        const auto* p = static_cast<const uint8_t*>(v.data);
+        bytes.insert(bytes.end(), p, p + v.bytes);
+      }
+      EXPECT_TRUE(bytes == expected->batches[b.index()]) << "batch " << b.index();
+    }
+  };
+  // Whatever order the relaxed loader delivered in, the state names the first
+  // batch not delivered and the delivered ones after it; a loader restored from
+  // it delivers exactly the others.
+  Loader relaxed = MakeLoader(relaxed_options);
+  std::set<uint64_t> before;
+  read_indices(relaxed, 3, before);
+  ASSERT_EQ(before.size(), 3u);
+  LoaderState state = relaxed.State();
+  uint64_t first_missing = 0;
+  while (before.contains(first_missing)) ++first_missing;
+  EXPECT_EQ(state.position, first_missing * 4);
+  std::vector<uint64_t> ahead(before.upper_bound(first_missing), before.end());
+  EXPECT_EQ(state.delivered_ahead, ahead);
+  auto parsed = LoaderState::FromString(state.ToString());
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  EXPECT_EQ(*parsed, state);
+  Loader restored = MakeLoader(relaxed_options);
+  ASSERT_TRUE(restored.Restore(*parsed));
+  std::set<uint64_t> after;
+  read_indices(restored, 10, after);
+  for (uint64_t k : after) EXPECT_FALSE(before.contains(k)) << "batch " << k << " repeated";
+  EXPECT_EQ(before.size() + after.size(), 6u);
+
+  // A state with batches delivered ahead, restored with strict ordering: the
+  // others in order.
+  LoaderState gaps{0, 4, state.spec_hash, {3, 5}};
+  EXPECT_EQ(gaps.ToString(),
+            "sluice-state v1 epoch=0 position=4 spec=" + state.spec_hash + " ahead=3,5");
+  Loader strict_restored = MakeLoader(Threads(2));
+  ASSERT_TRUE(strict_restored.Restore(gaps));
+  auto rest = ReadEpoch(strict_restored);
+  ASSERT_TRUE(rest);
+  ASSERT_EQ(rest->batches.size(), 3u);
+  EXPECT_TRUE(rest->batches[0] == expected->batches[1]);
+  EXPECT_TRUE(rest->batches[1] == expected->batches[2]);
+  EXPECT_TRUE(rest->batches[2] == expected->batches[4]);
+  auto next_epoch = ReadEpoch(strict_restored);
+  ASSERT_TRUE(next_epoch);
+  EXPECT_EQ(next_epoch->batches.size(), 6u) << "the next epoch is whole again";
+
+  // Delivered batches must lie after the position, ascending, within the epoch.
+  for (std::vector<uint64_t> bad : {std::vector<uint64_t>{1}, {3, 3}, {4, 3}, {6}}) {
+    auto st = strict_restored.Restore(LoaderState{0, 4, state.spec_hash, bad});
+    EXPECT_FALSE(st) << bad.size();
+  }
+  EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x ahead=3,y"));
+  EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x ahead="));
+  EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x extra"));
+}
+
 TEST_F(LoaderTest, FusedOutputMatchesReferenceChain) {
   Plan plan = LoadPlan();
   auto loader = Loader::Create(plan, Threads(2));
