@@ -4,10 +4,22 @@
 // Chains cover every fusable op and the two ImageNet chains. The library is
 // built for the host's AVX2 target only (plus nothing else) to keep the suite
 // fast; codegen_test.cc builds the full multitarget set for one chain.
+//
+// To run these tests on another CPU (scripts/avx512_check.sh runs them on an
+// emulated AVX-512 CPU), two environment variables:
+//   SLUICE_TEST_CPU_TARGET   the one Halide target to build the library for
+//                            (default: the AVX2 target below)
+//   SLUICE_TEST_KERNELS_DIR  where the library lives: used as is when it holds
+//                            a kernels.so (its target read from cpu_target.txt
+//                            beside it), else built there
+// A test binary built with SLUICE_TESTS_NO_COMPILER (sluice_kernel_check) only
+// loads: it needs SLUICE_TEST_KERNELS_DIR with a kernels.so in it.
 #pragma once
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -125,35 +137,58 @@ inline const CompiledKernels& SharedKernels() {
   static CompiledKernels* k = [] {
     auto* ck = new CompiledKernels;
     ck->chains = TestChains();
-    std::vector<FusedChain> list;
-    for (auto& [name, chain] : ck->chains) list.push_back(chain);
     CodegenOptions opt;
-    opt.cpu_targets = {"x86-64-linux-avx-avx2-f16c-fma-sse41"};
+    const char* target = std::getenv("SLUICE_TEST_CPU_TARGET");
+    opt.cpu_targets = {target && *target ? target : "x86-64-linux-avx-avx2-f16c-fma-sse41"};
     opt.cuda = false;
     namespace fs = std::filesystem;
     std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    const auto stamp = std::to_string(std::hash<std::string>{}(
-        exe.string() + "|" + std::to_string(fs::file_size(exe, ec)) + "|" +
-        std::to_string(fs::last_write_time(exe, ec).time_since_epoch().count())));
-    ck->dir = fs::temp_directory_path() / ("sluice_test_kernels_" + stamp);
+    if (const char* dir = std::getenv("SLUICE_TEST_KERNELS_DIR"); dir && *dir) {
+      ck->dir = dir;
+    } else {
+      const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+      const auto stamp = std::to_string(std::hash<std::string>{}(
+          exe.string() + "|" + std::to_string(fs::file_size(exe, ec)) + "|" +
+          std::to_string(fs::last_write_time(exe, ec).time_since_epoch().count()) + "|" +
+          opt.cpu_targets[0]));
+      ck->dir = fs::temp_directory_path() / ("sluice_test_kernels_" + stamp);
+    }
     if (fs::exists(ck->dir / "kernels.so")) {
       KernelArtifact art;
       art.library = (ck->dir / "kernels.so").string();
       art.cpu_targets = opt.cpu_targets;
+      std::ifstream recorded(ck->dir / "cpu_target.txt");  // as built (below)
+      if (std::string t; std::getline(recorded, t) && !t.empty()) art.cpu_targets = {t};
       for (const auto& [name, chain] : ck->chains) art.kernels.push_back({chain.symbol, ""});
       for (const char* a : kKernelArgNames) art.arg_names.push_back(a);
       ck->artifact = art;
     } else {
+#ifdef SLUICE_TESTS_NO_COMPILER
+      ck->artifact = MakeError(ErrorCode::kNotFound,
+                               "no kernels.so in " + ck->dir.string() +
+                                   " and this test binary has no compiler",
+                               "set SLUICE_TEST_KERNELS_DIR to a library built by sluice_tests");
+#else
+      std::vector<FusedChain> list;
+      for (auto& [name, chain] : ck->chains) list.push_back(chain);
       const fs::path tmp = ck->dir.string() + ".tmp" + std::to_string(::getpid());
       ck->artifact = CompileKernels(list, tmp.string(), opt);
       if (ck->artifact) {
+        std::ofstream(tmp / "cpu_target.txt") << opt.cpu_targets[0] << "\n";
         fs::rename(tmp, ck->dir, ec);  // fails harmlessly if another process won
         fs::remove_all(tmp, ec);
         ck->artifact->library = (ck->dir / "kernels.so").string();
       }
+#endif
     }
-    if (ck->artifact) ck->library = runtime::KernelLibrary::Open(ck->artifact->library);
+    if (ck->artifact) {
+      // A library for a target this CPU lacks would die of SIGILL: say so instead.
+      if (Status st = runtime::CheckCpuSupports(ck->artifact->cpu_targets); !st) {
+        ck->library = std::unexpected(st.error());
+      } else {
+        ck->library = runtime::KernelLibrary::Open(ck->artifact->library);
+      }
+    }
     return ck;
   }();
   return *k;
