@@ -503,7 +503,6 @@ void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position,
   epoch_ = epoch;
   order_.emplace(sampler_->Epoch(epoch));
   sched_pos_ = position;
-  start_pos_ = position;
   fill_buffer_ = -1;
   deliver_next_ = position / static_cast<uint64_t>(batch_size_);
   delivered_in_epoch_ = deliver_next_;
@@ -519,8 +518,8 @@ void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position,
 
 void LoaderCore::SkipDeliveredBatchesLocked() {
   const uint64_t b = static_cast<uint64_t>(batch_size_);
+  // Stops at samples_per_rank() at the latest (delivered_ has one entry per batch).
   while (sched_pos_ / b < delivered_.size() && delivered_[sched_pos_ / b]) sched_pos_ += b;
-  sched_pos_ = std::min(sched_pos_, sampler_->samples_per_rank());
 }
 
 bool LoaderCore::WorkAvailableLocked() const {

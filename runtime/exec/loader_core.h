@@ -234,7 +234,6 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t epoch_ = 0;
   std::optional<EpochOrder> order_;  // of epoch_; read by workers only while they hold jobs
   uint64_t sched_pos_ = 0;           // next position to schedule
-  uint64_t start_pos_ = 0;           // where this epoch's scheduling began (Restore)
   int fill_buffer_ = -1;
   uint64_t deliver_next_ = 0;  // strict: next batch index to hand out
   uint64_t delivered_in_epoch_ = 0;

@@ -200,12 +200,7 @@ TEST_F(LoaderTest, RelaxedOrderingDeliversEveryBatchOnce) {
     const Batch& b = **next;
     EXPECT_TRUE(indices.insert(b.index()).second);
     EXPECT_EQ(b.sample_indices(), expected->samples[b.index()]);
-    std::vector<uint8_t> bytes;
-    for (const TensorView& v : b.fields()) {
-      const auto* p = static_cast<const uint8_t*>(v.data);
-      bytes.insert(bytes.end(), p, p + v.bytes);
-    }
-    EXPECT_TRUE(bytes == expected->batches[b.index()]);
+    EXPECT_TRUE(BatchBytes(b) == expected->batches[b.index()]);
   }
   auto end = relaxed.Next();
   ASSERT_TRUE(end);
@@ -227,12 +222,7 @@ TEST_F(LoaderTest, RelaxedStateRestoreDeliversEachRemainingBatchOnce) {
       if (!next->has_value()) return;
       const Batch& b = **next;
       EXPECT_TRUE(into.insert(b.index()).second) << "batch " << b.index() << " delivered twice";
-      std::vector<uint8_t> bytes;
-      for (const TensorView& v : b.fields()) {
-        const auto* p = static_cast<const uint8_t*>(v.data);
-        bytes.insert(bytes.end(), p, p + v.bytes);
-      }
-      EXPECT_TRUE(bytes == expected->batches[b.index()]) << "batch " << b.index();
+      EXPECT_TRUE(BatchBytes(b) == expected->batches[b.index()]) << "batch " << b.index();
     }
   };
   // Whatever order the relaxed loader delivered in, the state names the first
@@ -278,7 +268,7 @@ TEST_F(LoaderTest, RelaxedStateRestoreDeliversEachRemainingBatchOnce) {
   // Delivered batches must lie after the position, ascending, within the epoch.
   for (std::vector<uint64_t> bad : {std::vector<uint64_t>{1}, {3, 3}, {4, 3}, {6}}) {
     auto st = strict_restored.Restore(LoaderState{0, 4, state.spec_hash, bad});
-    EXPECT_FALSE(st) << bad.size();
+    EXPECT_FALSE(st) << "delivered_ahead of " << bad.size() << " starting " << bad[0];
   }
   EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x ahead=3,y"));
   EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x ahead="));

@@ -171,7 +171,17 @@ inline std::vector<std::string> MakeDataset(const fs::path& dir, int n, int clas
   return paths;
 }
 
-// All bytes of every field of every batch of one epoch, for comparisons.
+// All bytes of every field of `batch`, for comparisons.
+inline std::vector<uint8_t> BatchBytes(const Batch& batch) {
+  std::vector<uint8_t> bytes;
+  for (const TensorView& v : batch.fields()) {
+    const auto* p = static_cast<const uint8_t*>(v.data);
+    bytes.insert(bytes.end(), p, p + v.bytes);
+  }
+  return bytes;
+}
+
+// BatchBytes of every batch of one epoch.
 struct EpochBytes {
   std::vector<std::vector<uint8_t>> batches;
   std::vector<std::vector<uint64_t>> samples;
@@ -183,12 +193,7 @@ inline Result<EpochBytes> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MA
     auto next = loader.Next();
     if (!next) return std::unexpected(next.error());
     if (!*next) break;
-    std::vector<uint8_t> bytes;
-    for (const TensorView& v : (*next)->fields()) {
-      const auto* p = static_cast<const uint8_t*>(v.data);
-      bytes.insert(bytes.end(), p, p + v.bytes);
-    }
-    out.batches.push_back(std::move(bytes));
+    out.batches.push_back(BatchBytes(**next));
     out.samples.push_back((*next)->sample_indices());
   }
   return out;
