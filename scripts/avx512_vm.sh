@@ -127,11 +127,6 @@ VM_TIMEOUT=${VM_TIMEOUT:-3600}
 VM_IPS=${VM_IPS:-100000000}
 KIMG=$(ls "$KIT"/kernel/boot/vmlinuz-* | head -n 1)
 BUSYBOX=/bin/busybox
-for f in "$BUSYBOX" /usr/bin/bochs-bin /usr/lib/ISOLINUX/isolinux.bin \
-         /usr/lib/syslinux/modules/bios/ldlinux.c32 /usr/share/bochs/BIOS-bochs-latest \
-         /usr/share/vgabios/vgabios.bin; do
-    [ -e "$f" ] || die "$f missing (apt-get install bochs bochsbios vgabios busybox-static isolinux syslinux-common genisoimage)"
-done
 "$BUSYBOX" --list-full >/dev/null 2>&1 || die "$BUSYBOX does not work"
 ! ldd "$BUSYBOX" >/dev/null 2>&1 || die "$BUSYBOX is not static (install busybox-static)"
 if [ -n "$OVERLAY" ] && [ "$OVERLAY" != "-" ]; then
