@@ -13,8 +13,10 @@
 // cost model (compiler/cost/cost_model.h) predicts the loader's throughput for
 // each alternative from the hardware profile and the CPU budget.
 //
-// A split at step k of a group is valid when steps [k, end) are deterministic
-// pointwise ops and step k-1 writes a static uint8 HWC image (GpuSplitPoints).
+// A split at step k of a group is valid when steps [k, end) are ops whose
+// registry entry has OpDef::gpu_batch (deterministic pointwise ops with a
+// batch-wide GPU lowering; the same predicate codegen's CheckGpuSplit uses)
+// and step k-1 writes a static uint8 HWC image (GpuSplitPoints).
 // Decisions by output.device:
 //   cpu          everything on the CPU.
 //   auto         without a profile, or with a profile without a GPU: everything
