@@ -101,10 +101,16 @@ void PlaceStages(Graph& graph, Diagnostics& diags) {
     splits[g] = GpuSplitPoints(chains[g]);
     any_movable = any_movable || !splits[g].empty();
   }
+  std::string gpu_ops;  // the ops whose entry has OpDef::gpu_batch
+  for (const OpDef* op : AllOps()) {
+    if (op->gpu_batch) gpu_ops += (gpu_ops.empty() ? "" : ", ") + op->name;
+  }
   const std::string why_not_movable =
-      "no step can move to the GPU (only deterministic pointwise ops — grayscale, normalize, "
-      "layout, cast — after a static uint8 HWC image can; color_jitter and the resample ops "
-      "have per-sample random arguments or geometry)";
+      "no step can move to the GPU (only deterministic pointwise ops with a batch-wide GPU "
+      "lowering — " +
+      gpu_ops +
+      " — after a static uint8 HWC image can; random ops and the resample ops have per-sample "
+      "arguments or geometry)";
 
   const HardwareProfile* profile = graph.profile ? &*graph.profile : nullptr;
   if (graph.cpu_budget_override > 0) {
