@@ -27,8 +27,8 @@
 //                group with no valid split stays on the CPU; when no group can
 //                move, the plan runs on the CPU and the reason says so (not an
 //                error: batches are then handed over from host memory).
-// CPU budget: Graph::cpu_budget_override (`--cpu-budget`), else
-// output.cpu_budget, else the profile's cores.
+// CPU budget: PassContext::cpu_budget_override (`--cpu-budget`), else
+// output.cpu_budget, else the profile's cores (PassContext::profile).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -85,8 +85,8 @@ std::string Ips(double v) {
 
 }  // namespace
 
-void PlaceStages(Graph& graph, Diagnostics& diags) {
-  (void)diags;  // placement never rejects a spec
+void PlaceStages(Graph& graph, PassContext& context) {
+  // Placement never rejects a spec: it reports nothing to context.diags.
   PlacementDecision d;
   d.ran = true;
   d.requested = StringParam(graph.output, "device", "auto");
@@ -104,9 +104,9 @@ void PlaceStages(Graph& graph, Diagnostics& diags) {
       "layout, cast — after a static uint8 HWC image can; color_jitter and the resample ops "
       "have per-sample random arguments or geometry)";
 
-  const HardwareProfile* profile = graph.profile ? &*graph.profile : nullptr;
-  if (graph.cpu_budget_override > 0) {
-    d.cpu_budget = graph.cpu_budget_override;
+  const HardwareProfile* profile = context.profile;
+  if (context.cpu_budget_override > 0) {
+    d.cpu_budget = context.cpu_budget_override;
     d.cpu_budget_from = "--cpu-budget";
   } else if (int64_t b = IntParam(graph.output, "cpu_budget", -1); b > 0) {
     d.cpu_budget = static_cast<int>(b);

@@ -1,8 +1,6 @@
-// Spec text to a compiled plan in one call: ParseSpecText, BuildGraph,
-// RunPasses, then CompilePlan. For callers that start from a spec string and
-// need no hardware profile (sluice profile's probes, tests); the CLI and the
-// Python module run the same steps themselves because they add a profile and
-// report diagnostics their own way.
+// Shorthands over the compile driver (sluice::Compile, include/sluice/compiler.h)
+// for callers that start from a spec string: the profiler's probe plans and
+// tests. Nothing here compiles by itself.
 #ifndef SLUICE_COMPILER_PLAN_COMPILE_SPEC_H_
 #define SLUICE_COMPILER_PLAN_COMPILE_SPEC_H_
 
@@ -14,13 +12,13 @@
 
 namespace sluice {
 
-// The graph of `spec_text` after every pass. `source_name` names the text in
-// diagnostics (file:line:col). Errors: kInvalidArgument with the rendered
-// diagnostics, or the error of a pass.
+// The graph of `spec_text` after every pass (Compile with spec_text and
+// spec_name = `source_name`). Errors: kInvalidSpec with the rendered
+// diagnostics, or Compile's.
 Result<Graph> CheckedGraph(const std::string& spec_text, const std::string& source_name);
 
-// CheckedGraph, then CompilePlan into `out_dir` (plan.json, kernels.so,
-// report.txt).
+// Compile, then Compilation::WritePlan(out_dir) with options' CPU targets and
+// CUDA switch.
 Status CompileSpecText(const std::string& spec_text, const std::string& source_name,
                        const std::string& out_dir, const CodegenOptions& options);
 

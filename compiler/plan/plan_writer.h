@@ -20,8 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hardware_profile.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/ir/ir.h"
+#include "plan/plan_document.h"
 #include "sluice/result.h"
 
 namespace sluice {
@@ -33,21 +35,28 @@ struct KernelRecord {
   int64_t bytes = 0;   // its size
 };
 
-// plan.json's content (the spec's text gives the spec hash).
+// plan.json's content (the spec's text gives the spec hash; `profile`, the
+// hardware profile placement used, may be null).
+PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
+                               const KernelRecord& kernels, const HardwareProfile* profile);
+// BuildPlanDocument(...).ToJson().
 nlohmann::json PlanJson(const Graph& graph, const std::string& spec_text,
-                        const KernelRecord& kernels);
+                        const KernelRecord& kernels, const HardwareProfile* profile = nullptr);
 // report.txt's content.
-std::string PlanReport(const Graph& graph, const KernelRecord& kernels);
+std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
+                       const HardwareProfile* profile = nullptr);
 
-// Writes plan.json and report.txt into out_dir (which must exist).
-// Errors: kIo.
-Status WritePlan(const Graph& graph, const std::string& spec_text, const KernelRecord& kernels,
-                 const std::string& out_dir);
+// Writes plan.json and report.txt into out_dir (which must exist); returns the
+// report. Errors: kIo.
+Result<std::string> WritePlan(const Graph& graph, const std::string& spec_text,
+                              const KernelRecord& kernels, const std::string& out_dir,
+                              const HardwareProfile* profile = nullptr);
 
-// The whole artifact. out_dir is created if missing (an existing directory is
-// overwritten file by file; an existing non-directory is kInvalidArgument).
-// Errors from the code generator pass through.
-Status CompilePlan(const Graph& graph, const std::string& spec_text, const std::string& out_dir,
-                   const CodegenOptions& options = {});
+// The whole artifact; returns the report. out_dir is created if missing (an
+// existing directory is overwritten file by file; an existing non-directory is
+// kInvalidArgument). Errors from the code generator pass through.
+Result<std::string> CompilePlan(const Graph& graph, const std::string& spec_text,
+                                const std::string& out_dir, const CodegenOptions& options = {},
+                                const HardwareProfile* profile = nullptr);
 
 }  // namespace sluice

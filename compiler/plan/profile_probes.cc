@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "compiler/codegen/codegen.h"
-#include "compiler/plan/compile_spec.h"
+#include "compiler/plan/compile_spec.h"  // CompileSpecText: the compile driver on a spec string
 
 namespace sluice {
 

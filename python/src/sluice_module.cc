@@ -43,12 +43,8 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
-#include "compiler/codegen/codegen.h"
-#include "compiler/ir/ir.h"
-#include "compiler/passes/pass.h"
-#include "compiler/plan/plan_writer.h"
-#include "compiler/spec/diagnostics.h"
-#include "compiler/spec/spec.h"
+#include "runtime/plan/plan_internal.h"
+#include "sluice/compiler.h"
 #include "runtime/device/cuda_driver.h"
 #include "sluice/sluice.h"
 
@@ -139,59 +135,36 @@ void Check(const Status& s) {
 
 // ---- compile -----------------------------------------------------------------
 
-// Every diagnostic as one kInvalidSpec error: the message is the rendered list
-// ("file:line:col: error: ...", "  hint: ...", sorted by position) and the
-// mark is the first one's, so Python sees e.file/e.line/e.column too.
-Error SpecErrorFrom(const Diagnostics& diags) {
-  Error e = diags.ToError();
-  const Error* first = nullptr;
-  for (const Error& d : diags.errors()) {
-    if (!d.mark.valid()) continue;
-    if (first == nullptr ||
-        std::pair(d.mark.line, d.mark.column) < std::pair(first->mark.line, first->mark.column)) {
-      first = &d;
-    }
-  }
-  if (first != nullptr && e.message.starts_with(first->mark.ToString() + ":")) e.mark = first->mark;
-  return e;
-}
-
 // Spec (file path, or YAML text when `is_text`) -> plan directory `out`, with
 // an optional hardware profile file and CPU budget for the placement pass
-// (like `sluice compile --profile --cpu-budget`). Runs without the GIL.
+// (like `sluice compile --profile --cpu-budget`), through the compile driver.
+// Spec errors come back as one kInvalidSpec error (Compilation::
+// diagnostics_error: the rendered list, and the first one's mark so Python sees
+// e.file/e.line/e.column too). Runs without the GIL.
 Status CompileSpec(const std::string& spec, bool is_text, const std::string& out,
                    const std::optional<std::vector<std::string>>& cpu_targets,
                    std::optional<bool> cuda, const std::optional<std::string>& profile,
                    std::optional<int> cpu_budget) {
-  Diagnostics diags;
-  std::string text;
-  Spec parsed;
+  CompileOptions options;
   if (is_text) {
-    text = spec;
-    parsed = ParseSpecText(text, "<string>", diags);
+    options.spec_text = spec;
+    options.spec_name = "<string>";
   } else {
     std::ifstream in(spec, std::ios::binary);
     if (!in) return MakeError(ErrorCode::kNotFound, "cannot read spec `" + spec + "`");
     std::ostringstream buf;
     buf << in.rdbuf();
-    text = buf.str();
-    parsed = ParseSpecText(text, spec, diags);
+    options.spec_text = buf.str();
+    options.spec_name = spec;
   }
-  if (diags.has_errors()) return std::unexpected(SpecErrorFrom(diags));
-  Graph graph = BuildGraph(parsed);
-  if (profile) {
-    auto hw = LoadHardwareProfile(*profile);
-    if (!hw) return std::unexpected(hw.error());
-    graph.profile = std::move(*hw);
-  }
-  if (cpu_budget) graph.cpu_budget_override = *cpu_budget;
-  Status passes = RunPasses(graph, diags);
-  if (diags.has_errors()) return std::unexpected(SpecErrorFrom(diags));
-  SLUICE_RETURN_IF_ERROR(passes);
-  CodegenOptions options;
-  if (cpu_targets) options.cpu_targets = *cpu_targets;
-  if (cuda) options.cuda = *cuda;
-  return CompilePlan(graph, text, out, options);
+  if (profile) options.profile_path = *profile;
+  if (cpu_budget) options.cpu_budget = *cpu_budget;
+  if (cpu_targets) options.codegen.cpu_targets = *cpu_targets;
+  if (cuda) options.codegen.cuda = *cuda;
+  auto compilation = Compile(options);
+  if (!compilation) return std::unexpected(compilation.error());
+  if (compilation->has_errors()) return std::unexpected(compilation->diagnostics_error());
+  return compilation->WritePlan(out);
 }
 
 // ---- params -> Python ----------------------------------------------------------

@@ -15,6 +15,7 @@
 #include "ops/fusion/sample_args.h"
 #include "runtime/decode/jpeg_decoder.h"
 #include "tests/runtime/loader/loader_test_util.h"
+#include "runtime/plan/plan_internal.h"
 
 namespace sluice {
 namespace {

@@ -17,6 +17,7 @@
 #include "compiler/plan/fused_chains.h"
 #include "compiler/plan/plan_writer.h"
 #include "runtime/kernels/kernel_library.h"
+#include "runtime/plan/plan_internal.h"
 #include "sluice/plan.h"
 #include "tests/runtime/loader/loader_test_util.h"
 
