@@ -34,10 +34,11 @@ json StepsToJson(const std::vector<PlanStepDoc>& steps) {
 }
 
 json DecodeToJson(const PlanDecodeDoc& d) {
-  return json{{"op", d.op},
-              {"params", d.params},
-              {"node", d.node},
-              {"pushdown", json{{"roi", d.roi}, {"dct_scaling", d.dct_scaling}, {"reason", d.reason}}}};
+  return json{
+      {"op", d.op},
+      {"params", d.params},
+      {"node", d.node},
+      {"pushdown", json{{"roi", d.roi}, {"dct_scaling", d.dct_scaling}, {"reason", d.reason}}}};
 }
 
 json MemoryToJson(const PlanMemoryDoc& m) {
@@ -138,8 +139,7 @@ class Reader {
     const std::string what = "the reference chain of batch field `" + d.batch_field + "`";
     if (!r.contains("steps") || !r["steps"].is_array() || r["steps"].empty() ||
         !r.contains("input_type") || !r.contains("output_type")) {
-      return std::unexpected(
-          Corrupt("has " + what + " without steps, input_type or output_type"));
+      return std::unexpected(Corrupt("has " + what + " without steps, input_type or output_type"));
     }
     d.symbol = StringOr(r, "symbol", "reference:" + d.batch_field);
     d.nodes = r.value("nodes", json::array());
@@ -244,22 +244,22 @@ json PlanDocument::ToJson() const {
   plan["graph"] = graph;
   json groups = json::array();
   for (const PlanGroupDoc& g : fusion_groups) {
-    groups.push_back(json{{"id", g.id},
-                          {"symbol", g.symbol},
-                          {"cuda_symbol", StringOrNull(g.cuda_symbol)},
-                          {"nodes", g.nodes},
-                          {"input", g.input},
-                          {"input_type", pf::TypeToJson(g.input_type)},
-                          {"output", g.output},
-                          {"output_type", pf::TypeToJson(g.output_type)},
-                          {"batch_field", g.batch_field},
-                          {"steps", StepsToJson(g.steps)},
-                          {"gpu_from", g.gpu_from},
-                          {"cpu_part_symbol", StringOrNull(g.cpu_part_symbol)},
-                          {"gpu_batch_symbol", StringOrNull(g.gpu_batch_symbol)},
-                          {"staging_type", g.staging_type ? pf::TypeToJson(*g.staging_type)
-                                                          : json(nullptr)},
-                          {"abi", g.abi}});
+    groups.push_back(
+        json{{"id", g.id},
+             {"symbol", g.symbol},
+             {"cuda_symbol", StringOrNull(g.cuda_symbol)},
+             {"nodes", g.nodes},
+             {"input", g.input},
+             {"input_type", pf::TypeToJson(g.input_type)},
+             {"output", g.output},
+             {"output_type", pf::TypeToJson(g.output_type)},
+             {"batch_field", g.batch_field},
+             {"steps", StepsToJson(g.steps)},
+             {"gpu_from", g.gpu_from},
+             {"cpu_part_symbol", StringOrNull(g.cpu_part_symbol)},
+             {"gpu_batch_symbol", StringOrNull(g.gpu_batch_symbol)},
+             {"staging_type", g.staging_type ? pf::TypeToJson(*g.staging_type) : json(nullptr)},
+             {"abi", g.abi}});
   }
   plan["fusion_groups"] = groups;
   json references = json::array();

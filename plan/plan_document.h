@@ -20,11 +20,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ops/types.h"
 #include "sluice/result.h"
@@ -42,7 +41,7 @@ struct PlanStepDoc {
 struct PlanGroupDoc {
   int id = 0;
   std::string symbol;
-  std::string cuda_symbol;  // "": null
+  std::string cuda_symbol;                         // "": null
   nlohmann::json nodes = nlohmann::json::array();  // node ids (informative)
   std::string input, output;                       // value names (informative)
   TensorType input_type, output_type;
@@ -79,7 +78,7 @@ struct PlanKernelsDoc {
 
 // plan.json "decode": the plan's decode step and what decode_pushdown decided.
 struct PlanDecodeDoc {
-  std::string op;  // e.g. "decode_jpeg"
+  std::string op;                                    // e.g. "decode_jpeg"
   nlohmann::json params = nlohmann::json::object();  // every declared param, ${VARS} unbound
   int node = -1;                                     // its graph node id
   bool roi = false;          // the fused chain's crop window may be the region of interest

@@ -9,6 +9,7 @@
 #include "common/hardware_profile.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/ir/ir.h"
+#include "compiler/plan/plan_writer.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
 #include "sluice/compiler.h"
@@ -29,5 +30,8 @@ struct Compilation::Impl {
 
 // The code generator's options for `settings` (empty cpu_targets: the defaults).
 CodegenOptions ToCodegenOptions(const CodegenSettings& settings);
+// What the plan records about the code generator's artifact (hash and bytes
+// left for the caller).
+KernelRecord ToKernelRecord(const KernelArtifact& artifact);
 
 }  // namespace sluice

@@ -1,13 +1,15 @@
 // sluice::Compile, the one compile driver (include/sluice/compiler.h):
-// front end -> IR -> pass pipeline, then on request code generation and the
-// plan artifact (compiler/plan/plan_writer.h).
+// front end -> IR -> pass pipeline, then on request code generation
+// (compiler/codegen) and the plan artifact (compiler/plan/plan_writer.h). The
+// driver is the only part of the compiler that sees every layer.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "compiler/codegen/codegen.h"
 #include "compiler/driver/compilation_internal.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "compiler/plan/plan_writer.h"
 #include "ops/fusion/plan_format.h"
 
@@ -18,6 +20,19 @@ CodegenOptions ToCodegenOptions(const CodegenSettings& settings) {
   if (!settings.cpu_targets.empty()) options.cpu_targets = settings.cpu_targets;
   options.cuda = settings.cuda;
   return options;
+}
+
+KernelRecord ToKernelRecord(const KernelArtifact& artifact) {
+  KernelRecord record;
+  BuiltKernels& b = record.artifact;
+  b.cpu_targets = artifact.cpu_targets;
+  b.cuda_target = artifact.cuda_target;
+  b.cuda_note = artifact.cuda_note;
+  for (const KernelArtifact::Kernel& k : artifact.kernels) {
+    b.kernels.push_back({k.symbol, k.cuda_symbol, k.cpu_part_symbol, k.gpu_batch_symbol});
+  }
+  b.arg_names = artifact.arg_names;
+  return record;
 }
 
 Compilation::Compilation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -62,7 +77,8 @@ std::string Compilation::batch_summary() const {
   for (ValueId v : batch.outputs) {
     const Value& value = graph.value(v);
     std::string name = value.name;
-    if (name.starts_with(kBatchValuePrefix)) name = name.substr(std::string(kBatchValuePrefix).size());
+    if (name.starts_with(kBatchValuePrefix))
+      name = name.substr(std::string(kBatchValuePrefix).size());
     if (!out.empty()) out += ", ";
     out += name + ": " + (value.type ? value.type->ToString() : std::string("?type"));
   }
@@ -88,8 +104,31 @@ Status Compilation::WritePlan(const std::string& out_dir) {
                      "cannot write a plan after stopping at pass " + c.stopped_after,
                      "a plan needs every pass");
   }
-  auto report = CompilePlan(c.graph, c.spec_text, out_dir, ToCodegenOptions(c.options.codegen),
-                            c.profile ? &*c.profile : nullptr);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
+    return MakeError(ErrorCode::kInvalidArgument, "`" + out_dir + "` exists and is not a directory",
+                     "a plan is a directory; pick another name for -o");
+  }
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    return MakeError(ErrorCode::kIo, "cannot create `" + out_dir + "`: " + ec.message());
+  }
+  std::vector<FusedChain> chains = BuildFusedChains(c.graph);
+  auto artifact = CompileKernels(chains, out_dir, ToCodegenOptions(c.options.codegen));
+  if (!artifact) return std::unexpected(artifact.error());
+  KernelRecord record = ToKernelRecord(*artifact);
+  const std::string so = (fs::path(out_dir) / plan_format::kKernelsFile).string();
+  auto hash = plan_format::HashFile(so);
+  if (!hash) {
+    return MakeError(ErrorCode::kInternal, "the code generator did not leave " +
+                                               std::string(plan_format::kKernelsFile) + " in `" +
+                                               out_dir + "`: " + hash.error().message);
+  }
+  record.hash = *hash;
+  record.bytes = static_cast<int64_t>(fs::file_size(so, ec));
+  auto report =
+      sluice::WritePlan(c.graph, c.spec_text, record, out_dir, c.profile ? &*c.profile : nullptr);
   if (!report) return std::unexpected(report.error());
   c.report = std::move(*report);
   return Ok();

@@ -43,10 +43,11 @@ struct Node {
   // Decode nodes only, set by decode_pushdown: what the decoder may be asked
   // to skip (docs/plan.md "decode").
   struct Pushdown {
-    bool decided = false;      // false before the pass (and on non-decode nodes)
-    bool roi = false;          // the fused chain's crop window may become the decoder's region of interest
-    bool dct_scaling = false;  // DCT-scaled decode may be used when the run opts in (off by default)
-    std::string reason;        // why, one sentence
+    bool decided = false;  // false before the pass (and on non-decode nodes)
+    bool roi = false;  // the fused chain's crop window may become the decoder's region of interest
+    bool dct_scaling =
+        false;           // DCT-scaled decode may be used when the run opts in (off by default)
+    std::string reason;  // why, one sentence
   } pushdown;
 };
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 
 namespace sluice {
 
@@ -48,12 +48,12 @@ void DecidePushdown(Graph& graph, PassContext& context) {
         rescales = rescales || IsRescaleOp(graph.nodes[m].op);
       }
     }
-    if (readers.empty()) {
-      p.reason = "off: no fused chain reads the decoded image, so the whole image is decoded";
-    } else if (references) {
+    if (references) {
       p.reason =
           "off: a batch field runs on the reference implementations, which need the whole "
           "decoded image";
+    } else if (readers.empty()) {
+      p.reason = "off: no fused chain reads the decoded image, so the whole image is decoded";
     } else if (groups != 1) {
       p.reason = "off: " + std::to_string(groups) +
                  " fused chains read decoded images; a region of interest serves a single chain";

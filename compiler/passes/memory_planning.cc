@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/passes/pass.h"
 #include "compiler/passes/fusion_util.h"
+#include "compiler/passes/pass.h"
 
 namespace sluice {
 namespace {
@@ -61,8 +61,8 @@ MemoryPlan LayOutBatch(std::vector<FieldMemory> fields, int64_t batch_size) {
     f.offset = offset;
     offset = Align64(offset + f.bytes_per_sample * batch_size);
     f.staged_offset = staged;
-    const int64_t host = f.staging_bytes_per_sample > 0 ? f.staging_bytes_per_sample
-                                                        : f.bytes_per_sample;
+    const int64_t host =
+        f.staging_bytes_per_sample > 0 ? f.staging_bytes_per_sample : f.bytes_per_sample;
     staged = Align64(staged + host * batch_size);
   }
   plan.fields = std::move(fields);

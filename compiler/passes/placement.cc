@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "compiler/cost/cost_model.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 
 namespace sluice {
 namespace {

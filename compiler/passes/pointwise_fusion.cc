@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "ops/fusion/sample_args.h"
 
 namespace sluice {

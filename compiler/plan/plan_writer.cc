@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "compiler/cost/cost_model.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "ops/fusion/plan_format.h"
 
 #ifndef SLUICE_VERSION
@@ -183,8 +183,7 @@ std::optional<PlanMemoryDoc> MemoryDoc(const Graph& graph, const EffectivePlacem
   doc.staged_batch_bytes = m.staged_batch_bytes;
   for (const FieldMemory& f : m.fields) {
     doc.fields.push_back(PlanFieldMemoryDoc{f.field, f.dtype, f.sample_shape, f.bytes_per_sample,
-                                            f.offset, f.staging_bytes_per_sample,
-                                            f.staged_offset});
+                                            f.offset, f.staging_bytes_per_sample, f.staged_offset});
   }
   return doc;
 }
@@ -278,10 +277,10 @@ PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
     group.output_type = chain.output;
     group.batch_field = BatchFieldOf(graph, last.outputs[0]);
     group.steps = StepDocs(chain);
-    group.abi = json{{"signature",
-                      "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
-                     {"reference", "ops/fusion/kernel_abi.h"},
-                     {"args", args}};
+    group.abi =
+        json{{"signature", "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
+             {"reference", "ops/fusion/kernel_abi.h"},
+             {"args", args}};
     doc.fusion_groups.push_back(std::move(group));
   }
 
@@ -304,7 +303,7 @@ PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
     doc.reference_chains.push_back(std::move(r));
   }
 
-  const KernelArtifact& a = kernels.artifact;
+  const BuiltKernels& a = kernels.artifact;
   doc.kernels = PlanKernelsDoc{pf::kKernelsFile, kernels.hash,  kernels.bytes,
                                a.cpu_targets,    a.cuda_target, a.cuda_note};
 
@@ -331,16 +330,15 @@ PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
     alternatives.push_back(AlternativeJson(d.alternatives[i], static_cast<int>(i) == d.chosen));
   }
   doc.placement_device = placement.device;
-  doc.placement =
-      json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
-           {"device", placement.device},
-           {"reason", placement.reason},
-           {"nodes", placed},
-           {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
-           {"cpu_budget_from", d.cpu_budget_from},
-           {"profile", profile != nullptr ? json(profile->machine) : json(nullptr)},
-           {"predicted", predicted},
-           {"alternatives", alternatives}};
+  doc.placement = json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
+                       {"device", placement.device},
+                       {"reason", placement.reason},
+                       {"nodes", placed},
+                       {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
+                       {"cpu_budget_from", d.cpu_budget_from},
+                       {"profile", profile != nullptr ? json(profile->machine) : json(nullptr)},
+                       {"predicted", predicted},
+                       {"alternatives", alternatives}};
 
   if (const Node* decode = FindDecode(graph)) {
     PlanDecodeDoc dd;
@@ -409,10 +407,9 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
         r += "    decode pushdown:";
         if (crops) r += " the composed crop window becomes the decoder's region of interest;";
         if (decode->pushdown.dct_scaling) {
-          r +=
-              " DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by "
-              "default (`sluice run --dct-scaling`), because it changes pixels beyond the "
-              "kernels' tolerance;";
+          r += " DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by "
+               "default (`sluice run --dct-scaling`), because it changes pixels beyond the "
+               "kernels' tolerance;";
         }
         r += " decided at compile time (plan.json \"decode\"), applied per sample\n";
       }
@@ -470,7 +467,7 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
       r += "\n";
     }
   }
-  const KernelArtifact& a = kernels.artifact;
+  const BuiltKernels& a = kernels.artifact;
   r += "kernels: " + std::string(pf::kKernelsFile) + " (" + std::to_string(kernels.bytes) +
        " bytes, " + kernels.hash + ")\n  CPU targets:";
   for (const std::string& t : a.cpu_targets) r += " " + t;
@@ -551,35 +548,6 @@ Result<std::string> WritePlan(const Graph& graph, const std::string& spec_text,
   out.close();
   if (!out) return MakeError(ErrorCode::kIo, "cannot write `" + path.string() + "`");
   return report;
-}
-
-Result<std::string> CompilePlan(const Graph& graph, const std::string& spec_text,
-                                const std::string& out_dir, const CodegenOptions& options,
-                                const HardwareProfile* profile) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
-    return MakeError(ErrorCode::kInvalidArgument, "`" + out_dir + "` exists and is not a directory",
-                     "a plan is a directory; pick another name for -o");
-  }
-  fs::create_directories(out_dir, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kIo, "cannot create `" + out_dir + "`: " + ec.message());
-  }
-  std::vector<FusedChain> chains = BuildFusedChains(graph);
-  auto artifact = CompileKernels(chains, out_dir, options);
-  if (!artifact) return std::unexpected(artifact.error());
-  KernelRecord record{*artifact, "", 0};
-  const std::string so = (fs::path(out_dir) / pf::kKernelsFile).string();
-  auto hash = pf::HashFile(so);
-  if (!hash) {
-    return MakeError(ErrorCode::kInternal, "the code generator did not leave " +
-                                               std::string(pf::kKernelsFile) + " in `" + out_dir +
-                                               "`: " + hash.error().message);
-  }
-  record.hash = *hash;
-  record.bytes = static_cast<int64_t>(fs::file_size(so, ec));
-  return WritePlan(graph, spec_text, record, out_dir, profile);
 }
 
 }  // namespace sluice

@@ -68,7 +68,7 @@ struct TunedKnobs {
   int threads = -1;
   int in_flight = -1;
   int prefetch = -1;
-  int cpu_budget = -1;  // the budget the knobs were tuned within
+  int cpu_budget = -1;           // the budget the knobs were tuned within
   double images_per_second = 0;  // measured with these knobs when tuned
 };
 
@@ -96,8 +96,8 @@ class Plan {
   // The source's params, ${VARS} bound.
   const ParamList& source_params() const;
   const ParamList& sampling() const;
-  const ParamList& batch() const;    // size, fields
-  const ParamList& output() const;   // knobs, on_error, device
+  const ParamList& batch() const;   // size, fields
+  const ParamList& output() const;  // knobs, on_error, device
   // One chain per fusion group, in group order; chains()[i].symbol is its kernel.
   const std::vector<FusedChain>& chains() const;
   // The batch field each chain writes (parallel to chains()).

@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
+#include "runtime/device/cuda_driver.h"
 #include "runtime/plan/plan_internal.h"
 #include "sluice/compiler.h"
-#include "runtime/device/cuda_driver.h"
 #include "sluice/sluice.h"
 
 namespace py = pybind11;

@@ -3,9 +3,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "ops/fusion/plan_format.h"
 #include "ops/registry.h"
@@ -33,7 +32,6 @@ std::string MajorMinor(const std::string& version) {
   return version.substr(0, second);
 }
 
-
 }  // namespace
 
 Result<std::string> BindVariables(const std::string& text, const PlanVars& vars,
@@ -54,8 +52,8 @@ Result<std::string> BindVariables(const std::string& text, const PlanVars& vars,
     if (it == vars.end()) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "variable ${" + name + "} in " + what + " `" + text + "` is not bound",
-                       "bind it when loading: --var " + name + "=VALUE (C++: Plan::Load(path, {{\"" +
-                           name + "\", ...}}))");
+                       "bind it when loading: --var " + name +
+                           "=VALUE (C++: Plan::Load(path, {{\"" + name + "\", ...}}))");
     }
     out += text.substr(pos, start - pos) + it->second;
     pos = end + 1;
@@ -149,9 +147,9 @@ Status ReadChains(const Resolver& r, const PlanDocument& doc, Plan::Impl& plan) 
         GpuStage st{chain.gpu_from, g.cpu_part_symbol, g.gpu_batch_symbol, *g.staging_type};
         if (!st.staging.is_static() || st.staging.dtype != DType::kUInt8 ||
             st.staging.layout != Layout::kHWC) {
-          return std::unexpected(r.Corrupt(
-              "fusion group " + chain.symbol +
-              " has an invalid GPU stage (symbols or a static uint8 HWC staging_type)"));
+          return std::unexpected(
+              r.Corrupt("fusion group " + chain.symbol +
+                        " has an invalid GPU stage (symbols or a static uint8 HWC staging_type)"));
         }
         stage = std::move(st);
       }
@@ -198,7 +196,8 @@ Status OpenKernels(const Resolver& r, const std::string& where, const fs::path& 
   if (*hash != expected) {
     return MakeError(ErrorCode::kCorruptData,
                      where + ": kernels.so does not match plan.json (hash " + *hash +
-                         ", expected " + expected + "): it was changed or truncated after "
+                         ", expected " + expected +
+                         "): it was changed or truncated after "
                          "compilation",
                      kRecompile);
   }
@@ -301,10 +300,10 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
 
   const OpDef* source_op = FindOp(d.source_format);
   if (source_op == nullptr || source_op->op_class != OpClass::kSource) {
-    return MakeError(ErrorCode::kVersionMismatch,
-                     where + " reads source format `" + d.source_format +
-                         "`, which this Sluice does not know",
-                     kRecompile);
+    return MakeError(
+        ErrorCode::kVersionMismatch,
+        where + " reads source format `" + d.source_format + "`, which this Sluice does not know",
+        kRecompile);
   }
   auto source_params = r.Params(source_op->params, d.source_params, "source");
   if (!source_params) return std::unexpected(source_params.error());
@@ -361,9 +360,7 @@ int64_t Plan::batch_size() const {
   const ParamValue* size = FindParam(impl_->batch, "size");
   return size != nullptr && std::holds_alternative<int64_t>(size->value) ? size->AsInt() : 0;
 }
-const std::vector<std::string>& Plan::cpu_targets() const {
-  return impl_->doc.kernels.cpu_targets;
-}
+const std::vector<std::string>& Plan::cpu_targets() const { return impl_->doc.kernels.cpu_targets; }
 const std::string& Plan::cuda_target() const { return impl_->doc.kernels.cuda_target; }
 const std::string& Plan::placement_device() const { return impl_->doc.placement_device; }
 const TunedKnobs& Plan::tuned() const { return impl_->tuned; }
@@ -375,9 +372,7 @@ const std::vector<FusedChain>& Plan::chains() const { return impl_->chains; }
 const std::vector<std::string>& Plan::chain_fields() const { return impl_->chain_fields; }
 const std::vector<FusedChain>& Plan::reference_chains() const { return impl_->reference_chains; }
 const std::vector<std::string>& Plan::reference_fields() const { return impl_->reference_fields; }
-const std::vector<std::string>& Plan::reference_reasons() const {
-  return impl_->reference_reasons;
-}
+const std::vector<std::string>& Plan::reference_reasons() const { return impl_->reference_reasons; }
 const std::vector<std::optional<GpuStage>>& Plan::gpu_stages() const { return impl_->gpu_stages; }
 const std::string& Plan::decode_op() const { return impl_->decode_op; }
 const ParamList& Plan::decode_params() const { return impl_->decode_params; }

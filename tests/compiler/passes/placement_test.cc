@@ -8,8 +8,8 @@
 
 #include "common/hardware_profile.h"
 #include "compiler/ir/ir.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
 
@@ -73,9 +73,8 @@ Graph Place(const std::string& steps, std::optional<HardwareProfile> profile,
   Spec spec = ParseSpecText(text, "t.yaml", diags);
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   Graph graph = BuildGraph(spec);
-  graph.profile = std::move(profile);
-  graph.cpu_budget_override = cpu_budget_override;
-  Status status = RunPasses(graph, diags);
+  PassContext context{diags, profile ? &*profile : nullptr, cpu_budget_override};
+  Status status = RunPasses(graph, context);
   EXPECT_TRUE(status) << status.error().ToString();
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   EXPECT_TRUE(graph.placement.ran);

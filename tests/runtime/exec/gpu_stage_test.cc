@@ -18,8 +18,8 @@
 
 #include "compiler/codegen/codegen.h"
 #include "ops/fusion/plan_format.h"
-#include "runtime/kernels/kernel_library.h"
 #include "runtime/device/cuda_driver.h"
+#include "runtime/kernels/kernel_library.h"
 #include "runtime/plan/plan_internal.h"
 #include "tests/runtime/loader/loader_test_util.h"
 
