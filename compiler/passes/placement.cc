@@ -4,7 +4,7 @@
 // decision, the alternatives weighed with their predicted throughput, and the
 // reason). Nothing else changes: a split group keeps its nodes and its whole
 // chain CPU kernel (the fallback without a GPU); FusedChain::gpu_from is read
-// back from the nodes' devices (compiler/plan/fused_chains.cc).
+// back from the nodes' devices (compiler/passes/fused_chains.cc).
 //
 // Why: a GPU can take the deterministic pointwise tail of a chain (grayscale,
 // normalize, layout, cast), so the CPU writes a uint8 HWC image instead of

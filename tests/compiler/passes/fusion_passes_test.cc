@@ -52,7 +52,9 @@ const char* kTrain =
 TEST(FusionPasses, PipelineOrder) {
   ASSERT_NE(FindPass("geometry_composition"), nullptr);
   ASSERT_NE(FindPass("pointwise_fusion"), nullptr);
-  EXPECT_EQ(PassNames(), "type_inference, geometry_composition, pointwise_fusion, placement");
+  EXPECT_EQ(PassNames(),
+            "type_inference, geometry_composition, pointwise_fusion, decode_pushdown, placement, "
+            "memory_planning");
 }
 
 TEST(FusionPasses, ImagenetTrainGeometryThenPointwise) {

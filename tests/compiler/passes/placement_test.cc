@@ -92,11 +92,16 @@ const PlacementAlternative& Chosen(const Graph& graph) {
   return graph.placement.alternatives.at(graph.placement.chosen);
 }
 
+// Placement follows the fusion passes and decode_pushdown (which decides on
+// the fused groups, not their devices); memory_planning, which lays out the GPU
+// staging placement chose, is the only pass after it.
 TEST(Placement, RunsAfterPointwiseFusion) {
   const std::vector<Pass>& passes = PassPipeline();
-  ASSERT_GE(passes.size(), 2u);
-  EXPECT_EQ(passes.back().name, "placement");
-  EXPECT_EQ(passes[passes.size() - 2].name, "pointwise_fusion");
+  ASSERT_GE(passes.size(), 4u);
+  EXPECT_EQ(passes.back().name, "memory_planning");
+  EXPECT_EQ(passes[passes.size() - 2].name, "placement");
+  EXPECT_EQ(passes[passes.size() - 3].name, "decode_pushdown");
+  EXPECT_EQ(passes[passes.size() - 4].name, "pointwise_fusion");
 }
 
 TEST(Placement, NoProfileKeepsEverythingOnTheCpu) {

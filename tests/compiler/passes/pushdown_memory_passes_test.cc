@@ -11,8 +11,8 @@
 namespace sluice {
 namespace {
 
-Graph Run(const std::string& graph_steps, const std::string& fields, const std::string& output = "",
-          const HardwareProfile* profile = nullptr) {
+Graph RunAll(const std::string& graph_steps, const std::string& fields,
+             const std::string& output = "", const HardwareProfile* profile = nullptr) {
   const std::string text =
       "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n" + graph_steps +
       "batch: {size: 8, fields: " + fields + "}\n" + output;
@@ -36,43 +36,43 @@ const Node& Decode(const Graph& graph) {
 }
 
 TEST(DecodePushdownPass, OneFusedChainGetsRoiAndDctWhenItRescales) {
-  Graph g =
-      Run("  - decode_jpeg: {in: jpg, out: image}\n"
-          "  - random_resized_crop: {size: [32, 32]}\n",
-          "{image: image, label: cls}");
+  Graph g = RunAll(
+      "  - decode_jpeg: {in: jpg, out: image}\n"
+      "  - random_resized_crop: {size: [32, 32]}\n",
+      "{image: image, label: cls}");
   const Node::Pushdown& p = Decode(g).pushdown;
   EXPECT_TRUE(p.decided);
   EXPECT_TRUE(p.roi);
   EXPECT_TRUE(p.dct_scaling);
   EXPECT_NE(p.reason.find("region of interest"), std::string::npos) << p.reason;
 
-  Graph crop =
-      Run("  - decode_jpeg: {in: jpg, out: image}\n"
-          "  - center_crop: {size: [32, 32]}\n",
-          "{image: image, label: cls}");
+  Graph crop = RunAll(
+      "  - decode_jpeg: {in: jpg, out: image}\n"
+      "  - center_crop: {size: [32, 32]}\n",
+      "{image: image, label: cls}");
   EXPECT_TRUE(Decode(crop).pushdown.roi);
   EXPECT_FALSE(Decode(crop).pushdown.dct_scaling);  // no rescale: nothing to scale down
 }
 
 TEST(DecodePushdownPass, OffWithAReferenceChainOrTwoChains) {
-  Graph ref =
-      Run("  - decode_jpeg: {in: jpg, out: image}\n"
-          "  - center_crop: {size: [16, 16]}\n"
-          "  - resize: {size: [8, 8]}\n"
-          "  - random_resized_crop: {size: [4, 4]}\n",
-          "{image: image, label: cls}");
+  Graph ref = RunAll(
+      "  - decode_jpeg: {in: jpg, out: image}\n"
+      "  - center_crop: {size: [16, 16]}\n"
+      "  - resize: {size: [8, 8]}\n"
+      "  - random_resized_crop: {size: [4, 4]}\n",
+      "{image: image, label: cls}");
   const Node::Pushdown& r = Decode(ref).pushdown;
   EXPECT_TRUE(r.decided);
   EXPECT_FALSE(r.roi);
   EXPECT_FALSE(r.dct_scaling);
   EXPECT_TRUE(r.reason.starts_with("off:")) << r.reason;
 
-  Graph two =
-      Run("  - decode_jpeg: {in: jpg, out: a}\n"
-          "  - center_crop: {in: a, size: [16, 16], out: x}\n"
-          "  - decode_jpeg: {in: jpg, out: b}\n"
-          "  - center_crop: {in: b, size: [8, 8], out: y}\n",
-          "{x: x, y: y}");
+  Graph two = RunAll(
+      "  - decode_jpeg: {in: jpg, out: a}\n"
+      "  - center_crop: {in: a, size: [16, 16], out: x}\n"
+      "  - decode_jpeg: {in: jpg, out: b}\n"
+      "  - center_crop: {in: b, size: [8, 8], out: y}\n",
+      "{x: x, y: y}");
   for (const Node& node : two.nodes) {
     if (node.op->op_class != OpClass::kDecode) continue;
     EXPECT_TRUE(node.pushdown.decided);
@@ -83,12 +83,12 @@ TEST(DecodePushdownPass, OffWithAReferenceChainOrTwoChains) {
 }
 
 TEST(MemoryPlanningPass, FieldBlocksInNameOrderAligned) {
-  Graph g =
-      Run("  - decode_jpeg: {in: jpg, out: image}\n"
-          "  - center_crop: {size: [3, 5], out: small}\n"
-          "  - decode_jpeg: {in: jpg, out: other}\n"
-          "  - center_crop: {in: other, size: [2, 2], out: big}\n",
-          "{small: small, big: big, label: cls}");
+  Graph g = RunAll(
+      "  - decode_jpeg: {in: jpg, out: image}\n"
+      "  - center_crop: {size: [3, 5], out: small}\n"
+      "  - decode_jpeg: {in: jpg, out: other}\n"
+      "  - center_crop: {in: other, size: [2, 2], out: big}\n",
+      "{small: small, big: big, label: cls}");
   const MemoryPlan& m = g.memory;
   ASSERT_TRUE(m.planned);
   EXPECT_EQ(m.batch_size, 8);
@@ -118,12 +118,12 @@ TEST(MemoryPlanningPass, GpuTailStagesUint8) {
                                .h2d_pageable_gbps = 9,
                                .pointwise_gelem_per_s = 300,
                                .launch_s = 10e-6};
-  Graph g =
-      Run("  - decode_jpeg: {in: jpg, out: image}\n"
-          "  - center_crop: {size: [16, 16]}\n"
-          "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25], scale: 255}\n"
-          "  - cast: {dtype: float16}\n",
-          "{image: image, label: cls}", "output: {device: cuda}\n", &p);
+  Graph g = RunAll(
+      "  - decode_jpeg: {in: jpg, out: image}\n"
+      "  - center_crop: {size: [16, 16]}\n"
+      "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25], scale: 255}\n"
+      "  - cast: {dtype: float16}\n",
+      "{image: image, label: cls}", "output: {device: cuda}\n", &p);
   ASSERT_EQ(g.placement.device, "cuda:0") << g.placement.reason;
   const MemoryPlan& m = g.memory;
   ASSERT_EQ(m.fields.size(), 2u);
