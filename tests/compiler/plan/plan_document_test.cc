@@ -8,8 +8,8 @@
 
 #include <string>
 
+#include "compiler/driver/compile_spec.h"
 #include "compiler/passes/fused_chains.h"
-#include "compiler/plan/compile_spec.h"
 #include "compiler/plan/plan_writer.h"
 #include "ops/fusion/plan_format.h"
 

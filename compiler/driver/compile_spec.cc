@@ -1,5 +1,5 @@
-// Shorthands over the compile driver (compiler/plan/compile_spec.h).
-#include "compiler/plan/compile_spec.h"
+// Shorthands over the compile driver (compiler/driver/compile_spec.h).
+#include "compiler/driver/compile_spec.h"
 
 #include "compiler/driver/compilation_internal.h"
 

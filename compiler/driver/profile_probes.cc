@@ -1,5 +1,5 @@
-// The kernel probes of `sluice profile` (compiler/plan/profile_probes.h).
-#include "compiler/plan/profile_probes.h"
+// The kernel probes of `sluice profile` (compiler/driver/profile_probes.h).
+#include "compiler/driver/profile_probes.h"
 
 #include <stdlib.h>
 

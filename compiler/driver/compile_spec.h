@@ -1,8 +1,8 @@
 // Shorthands over the compile driver (sluice::Compile, include/sluice/compiler.h)
 // for callers that start from a spec string: the profiler's probe plans and
 // tests. Nothing here compiles by itself.
-#ifndef SLUICE_COMPILER_PLAN_COMPILE_SPEC_H_
-#define SLUICE_COMPILER_PLAN_COMPILE_SPEC_H_
+#ifndef SLUICE_COMPILER_DRIVER_COMPILE_SPEC_H_
+#define SLUICE_COMPILER_DRIVER_COMPILE_SPEC_H_
 
 #include <string>
 
@@ -24,4 +24,4 @@ Status CompileSpecText(const std::string& spec_text, const std::string& source_n
 
 }  // namespace sluice
 
-#endif  // SLUICE_COMPILER_PLAN_COMPILE_SPEC_H_
+#endif  // SLUICE_COMPILER_DRIVER_COMPILE_SPEC_H_
