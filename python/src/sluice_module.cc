@@ -596,7 +596,41 @@ PYBIND11_MODULE(_sluice, m) {
       .def_property_readonly("reference_fields", &Plan::reference_fields)
       .def_property_readonly("reference_reasons", &Plan::reference_reasons)
       .def_property_readonly("cpu_targets", &Plan::cpu_targets)
-      .def_property_readonly("cuda_target", &Plan::cuda_target);
+      .def_property_readonly("cuda_target", &Plan::cuda_target)
+      .def_property_readonly("placement_device", &Plan::placement_device)
+      .def_property_readonly("decode_op", &Plan::decode_op)
+      .def_property_readonly("decode_params",
+                             [](const Plan& p) { return ToPython(p.decode_params()); })
+      .def_property_readonly("decode_pushdown",
+                             [](const Plan& p) {
+                               py::dict d;
+                               d["roi"] = p.decode_roi_allowed();
+                               d["dct_scaling"] = p.decode_dct_scaling_allowed();
+                               return d;
+                             })
+      .def_property_readonly("memory", [](const Plan& p) -> py::object {
+        // plan.json "memory" (memory_planning's batch buffer layout), or None.
+        if (p.memory() == nullptr) return py::none();
+        const PlanMemoryDoc& m = *p.memory();
+        py::list fields;
+        for (const PlanFieldMemoryDoc& f : m.fields) {
+          py::dict d;
+          d["field"] = f.field;
+          d["dtype"] = std::string(DTypeName(f.dtype));
+          d["sample_shape"] = py::tuple(py::cast(f.sample_shape));
+          d["bytes_per_sample"] = f.bytes_per_sample;
+          d["offset"] = f.offset;
+          d["staging_bytes_per_sample"] = f.staging_bytes_per_sample;
+          d["staged_offset"] = f.staged_offset;
+          fields.append(d);
+        }
+        py::dict out;
+        out["batch_size"] = m.batch_size;
+        out["fields"] = fields;
+        out["batch_bytes"] = m.batch_bytes;
+        out["staged_batch_bytes"] = m.staged_batch_bytes;
+        return out;
+      });
 
   py::class_<Tensor>(m, "Tensor",
                      "One field of a batch (row-major; host memory, or CUDA device memory "
