@@ -203,29 +203,8 @@ bool HasOp(const FusedChain& chain, std::initializer_list<std::string_view> name
   return false;
 }
 
-}  // namespace
-
-PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
-                               const KernelRecord& kernels, const HardwareProfile* profile) {
-  const EffectivePlacement placement = Effective(graph, kernels, profile);
-  PlanDocument doc;
-  doc.format_version = pf::kFormatVersion;
-  doc.compiler_version = SLUICE_VERSION;
-  doc.spec_hash = pf::HashBytes(spec_text);
-  doc.spec_file = graph.spec_file;
-  doc.name = graph.name;
-
-  const Node* source = FindSource(graph);
-  doc.source_format = source ? source->op->name : "";
-  doc.source_params = source ? pf::ParamsToJson(source->params) : json::object();
-  if (source) {
-    for (ValueId v : source->outputs) doc.source_outputs.push_back(ValueRef(graph, v));
-  }
-  doc.sampling = pf::ParamsToJson(graph.sampling);
-  const Node* batch = FindBatch(graph);
-  doc.batch = batch ? pf::ParamsToJson(batch->params) : json::object();
-  doc.output = pf::ParamsToJson(graph.output);
-
+// plan.json "graph": every node as placed (and built), and the notes.
+json GraphJson(const Graph& graph, const EffectivePlacement& placement) {
   json nodes = json::array();
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
@@ -243,8 +222,13 @@ PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
     for (ValueId v : node.outputs) jn["outputs"].push_back(ValueRef(graph, v));
     nodes.push_back(std::move(jn));
   }
-  doc.graph = json{{"nodes", nodes}, {"notes", graph.notes}};
+  return json{{"nodes", nodes}, {"notes", graph.notes}};
+}
 
+// plan.json "fusion_groups".
+std::vector<PlanGroupDoc> GroupDocs(const Graph& graph, const KernelRecord& kernels,
+                                    const EffectivePlacement& placement) {
+  std::vector<PlanGroupDoc> groups;
   const json args = kernels.artifact.arg_names;
   const int count = CountFusionGroups(graph);
   for (int g = 0; g < count; ++g) {
@@ -281,12 +265,18 @@ PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
         json{{"signature", "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
              {"reference", "ops/fusion/kernel_abi.h"},
              {"args", args}};
-    doc.fusion_groups.push_back(std::move(group));
+    groups.push_back(std::move(group));
   }
 
-  // Batch fields no fusion group writes: run per sample on the reference
-  // implementations (an old loader, which does not read this key, fails with
-  // its "written neither by a fused kernel nor the source's label" error).
+  return groups;
+}
+
+// plan.json "reference_chains": batch fields no fusion group writes, run per
+// sample on the reference implementations (an old loader, which does not read
+// this key, fails with its "written neither by a fused kernel nor the source's
+// label" error).
+std::vector<PlanReferenceDoc> ReferenceDocs(const Graph& graph) {
+  std::vector<PlanReferenceDoc> references;
   for (const ReferenceFieldChain& ref : BuildReferenceChains(graph)) {
     const Node& decode = graph.nodes[ref.decode];
     const Node& last = graph.nodes[ref.nodes.back()];
@@ -300,13 +290,15 @@ PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
     r.output = graph.value(last.outputs[0]).name;
     r.output_type = ref.chain.output;
     r.steps = StepDocs(ref.chain);
-    doc.reference_chains.push_back(std::move(r));
+    references.push_back(std::move(r));
   }
 
-  const BuiltKernels& a = kernels.artifact;
-  doc.kernels = PlanKernelsDoc{pf::kKernelsFile, kernels.hash,  kernels.bytes,
-                               a.cpu_targets,    a.cuda_target, a.cuda_note};
+  return references;
+}
 
+// plan.json "placement" (its device is PlanDocument::placement_device too).
+json PlacementJson(const Graph& graph, const EffectivePlacement& placement,
+                   const HardwareProfile* profile) {
   const PlacementDecision& d = graph.placement;
   json placed = json::array();
   for (Device device : placement.devices) placed.push_back(device == Device::kGpu ? "gpu" : "cpu");
@@ -329,28 +321,65 @@ PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
   for (size_t i = 0; i < d.alternatives.size(); ++i) {
     alternatives.push_back(AlternativeJson(d.alternatives[i], static_cast<int>(i) == d.chosen));
   }
-  doc.placement_device = placement.device;
-  doc.placement = json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
-                       {"device", placement.device},
-                       {"reason", placement.reason},
-                       {"nodes", placed},
-                       {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
-                       {"cpu_budget_from", d.cpu_budget_from},
-                       {"profile", profile != nullptr ? json(profile->machine) : json(nullptr)},
-                       {"predicted", predicted},
-                       {"alternatives", alternatives}};
+  return json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
+              {"device", placement.device},
+              {"reason", placement.reason},
+              {"nodes", placed},
+              {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
+              {"cpu_budget_from", d.cpu_budget_from},
+              {"profile", profile != nullptr ? json(profile->machine) : json(nullptr)},
+              {"predicted", predicted},
+              {"alternatives", alternatives}};
+}
 
-  if (const Node* decode = FindDecode(graph)) {
-    PlanDecodeDoc dd;
-    dd.op = decode->op->name;
-    dd.params = pf::ParamsToJson(decode->params);
-    dd.node = static_cast<int>(decode - graph.nodes.data());
-    dd.roi = decode->pushdown.roi;
-    dd.dct_scaling = decode->pushdown.dct_scaling;
-    dd.reason = decode->pushdown.decided ? decode->pushdown.reason
-                                         : "the decode_pushdown pass did not run: no pushdown";
-    doc.decode = std::move(dd);
+// plan.json "decode": the first decode node (the one the chains read) and
+// what decode_pushdown decided for it; nullopt without a decode.
+std::optional<PlanDecodeDoc> DecodeDoc(const Graph& graph) {
+  const Node* decode = FindDecode(graph);
+  if (decode == nullptr) return std::nullopt;
+  PlanDecodeDoc dd;
+  dd.op = decode->op->name;
+  dd.params = pf::ParamsToJson(decode->params);
+  dd.node = static_cast<int>(decode - graph.nodes.data());
+  dd.roi = decode->pushdown.roi;
+  dd.dct_scaling = decode->pushdown.dct_scaling;
+  dd.reason = decode->pushdown.decided ? decode->pushdown.reason
+                                       : "the decode_pushdown pass did not run: no pushdown";
+  return dd;
+}
+
+}  // namespace
+
+PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
+                               const KernelRecord& kernels, const HardwareProfile* profile) {
+  const EffectivePlacement placement = Effective(graph, kernels, profile);
+  PlanDocument doc;
+  doc.format_version = pf::kFormatVersion;
+  doc.compiler_version = SLUICE_VERSION;
+  doc.spec_hash = pf::HashBytes(spec_text);
+  doc.spec_file = graph.spec_file;
+  doc.name = graph.name;
+
+  const Node* source = FindSource(graph);
+  doc.source_format = source ? source->op->name : "";
+  doc.source_params = source ? pf::ParamsToJson(source->params) : json::object();
+  if (source) {
+    for (ValueId v : source->outputs) doc.source_outputs.push_back(ValueRef(graph, v));
   }
+  doc.sampling = pf::ParamsToJson(graph.sampling);
+  const Node* batch = FindBatch(graph);
+  doc.batch = batch ? pf::ParamsToJson(batch->params) : json::object();
+  doc.output = pf::ParamsToJson(graph.output);
+  doc.graph = GraphJson(graph, placement);
+  doc.fusion_groups = GroupDocs(graph, kernels, placement);
+  doc.reference_chains = ReferenceDocs(graph);
+  const BuiltKernels& a = kernels.artifact;
+  doc.kernels = PlanKernelsDoc{pf::kKernelsFile, kernels.hash,  kernels.bytes,
+                               a.cpu_targets,    a.cuda_target, a.cuda_note};
+
+  doc.placement_device = placement.device;
+  doc.placement = PlacementJson(graph, placement, profile);
+  doc.decode = DecodeDoc(graph);
   doc.memory = MemoryDoc(graph, placement);
   return doc;
 }
