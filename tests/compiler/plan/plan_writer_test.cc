@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "compiler/driver/compile_spec.h"
 #include "compiler/ir/ir.h"
 #include "compiler/passes/pass.h"
 #include "compiler/spec/diagnostics.h"
@@ -32,13 +33,9 @@ std::string ReadFile(const std::string& path) {
 Graph CompileExample(const std::string& name, std::string* text) {
   const std::string path = std::string(SLUICE_SOURCE_DIR) + "/examples/" + name;
   *text = ReadFile(path);
-  Diagnostics diags;
-  Spec spec = ParseSpecText(*text, name, diags);
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  Graph graph = BuildGraph(spec);
-  EXPECT_TRUE(RunPasses(graph, diags));
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  return graph;
+  auto graph = CheckedGraph(*text, name);  // the compile driver
+  EXPECT_TRUE(graph.has_value()) << graph.error().ToString();
+  return graph ? std::move(*graph) : Graph{};
 }
 
 KernelRecord FakeKernels() {
@@ -334,13 +331,9 @@ TEST(PlanFormat, HashIsFnv1a64) {
 }
 
 Graph CompileText(const std::string& text) {
-  Diagnostics diags;
-  Spec spec = ParseSpecText(text, "t.yaml", diags);
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  Graph graph = BuildGraph(spec);
-  EXPECT_TRUE(RunPasses(graph, diags));
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  return graph;
+  auto graph = CheckedGraph(text, "t.yaml");  // the compile driver
+  EXPECT_TRUE(graph.has_value()) << graph.error().ToString();
+  return graph ? std::move(*graph) : Graph{};
 }
 
 std::string SpecWith(const std::string& steps,
