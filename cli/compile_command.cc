@@ -1,6 +1,7 @@
 // `sluice compile SPEC [--emit=...] [-o PLAN] [--profile HW.yaml] [--cpu-budget N]`:
-// front end, IR, passes (placement reads the hardware profile and the CPU
-// budget), and with -o the plan artifact (compiler/plan/plan_writer.h).
+// the compile driver (sluice::Compile, include/sluice/compiler.h): front end,
+// IR, passes (placement reads the hardware profile and the CPU budget), and
+// with -o the plan artifact.
 #include <charconv>
 #include <fstream>
 #include <iostream>
@@ -8,35 +9,11 @@
 #include <string>
 
 #include "cli/cli.h"
-#include "common/hardware_profile.h"
-#include "compiler/ir/ir.h"
+#include "compiler/driver/compilation_internal.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
-#include "compiler/plan/plan_writer.h"
-#include "compiler/spec/diagnostics.h"
-#include "compiler/spec/spec.h"
+#include "sluice/compiler.h"
 
 namespace sluice::cli {
-namespace {
-
-// "image: float16[256,3,224,224] CHW, label: int64[256]" from the batch node.
-std::string BatchSummary(const Graph& graph) {
-  if (graph.nodes.empty()) return "";
-  const Node& batch = graph.nodes.back();
-  std::string out;
-  for (ValueId v : batch.outputs) {
-    const Value& value = graph.value(v);
-    std::string name = value.name;
-    if (name.starts_with(kBatchValuePrefix))
-      name = name.substr(std::string(kBatchValuePrefix).size());
-    if (!out.empty()) out += ", ";
-    out += name + ": " + (value.type ? value.type->ToString() : std::string("?type"));
-  }
-  return out;
-}
-
-}  // namespace
-
 int Passes(const Args& args) {
   if (!args.empty()) return UsageError("`sluice passes` takes no arguments");
   for (const Pass& pass : PassPipeline()) std::cout << pass.name << "  " << pass.doc << "\n";
@@ -107,37 +84,37 @@ int Compile(const Args& args) {
                       "`; use --emit=ir, --emit=ir-after=PASS or --emit=spec");
   }
 
-  Diagnostics diags;
-  Spec spec = ParseSpecFile(spec_path, diags);
-  if (diags.has_errors()) {
-    std::cerr << diags.Render();
-    return 1;
-  }
+  CompileOptions options;
+  options.spec_path = spec_path;
+  options.profile_path = profile_path;
+  options.cpu_budget = cpu_budget;
+  options.stop_after = stop_after;
   if (emit_spec) {
-    std::cout << EmitSpecYaml(spec);
-    if (!have_plan_out) return 0;
-  }
-
-  Graph graph = BuildGraph(spec);
-  if (!profile_path.empty()) {
-    auto profile = LoadHardwareProfile(profile_path);
-    if (!profile) {
-      std::cerr << profile.error().ToString() << "\n";
+    // The front end alone first: the spec is printed even when a later step fails.
+    CompileOptions parse = options;
+    parse.parse_only = true;
+    auto parsed = sluice::Compile(parse);
+    if (!parsed) {
+      std::cerr << parsed.error().ToString() << "\n";
       return 1;
     }
-    graph.profile = std::move(*profile);
+    if (parsed->has_errors()) {
+      std::cerr << parsed->diagnostics();
+      return 1;
+    }
+    std::cout << EmitSpecYaml(parsed->impl().spec);
+    if (!have_plan_out) return 0;
   }
-  graph.cpu_budget_override = cpu_budget;
-  Status status = RunPasses(graph, diags, stop_after);
-  if (diags.has_errors()) {
-    std::cerr << diags.Render();
+  auto compilation = sluice::Compile(options);
+  if (!compilation) {
+    std::cerr << compilation.error().ToString() << "\n";
     return 1;
   }
-  if (!status) {
-    std::cerr << status.error().ToString() << "\n";
+  if (compilation->has_errors()) {
+    std::cerr << compilation->diagnostics();
     return 1;
   }
-  if (emit_ir) std::cout << PrintGraph(graph);
+  if (emit_ir) std::cout << compilation->ir_text();
 
   if (have_plan_out) {
     if (!stop_after.empty()) {
@@ -145,21 +122,19 @@ int Compile(const Args& args) {
                         " or -o");
     }
     if (plan_out.empty()) return UsageError("-o needs a plan directory name");
-    std::ifstream in(spec_path, std::ios::binary);
-    std::ostringstream spec_text;
-    spec_text << in.rdbuf();
-    Status written = CompilePlan(graph, spec_text.str(), plan_out);
+    Status written = compilation->WritePlan(plan_out);
     if (!written) {
       std::cerr << written.error().ToString() << "\n";
       return 1;
     }
-    std::cerr << "wrote " << plan_out << ": " << CountFusionGroups(graph)
+    std::cerr << "wrote " << plan_out << ": " << compilation->fusion_group_count()
               << " fused kernel(s); see " << plan_out << "/report.txt\n";
     return 0;
   }
   if (!emit_ir && !emit_spec) {
-    std::cout << spec_path << ": ok: pipeline \"" << graph.name << "\", " << graph.nodes.size()
-              << " nodes; batch " << BatchSummary(graph) << "\n";
+    std::cout << spec_path << ": ok: pipeline \"" << compilation->name() << "\", "
+              << compilation->node_count() << " nodes; batch " << compilation->batch_summary()
+              << "\n";
   }
   return 0;
 }

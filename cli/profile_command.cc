@@ -14,8 +14,8 @@
 #include <string>
 
 #include "cli/cli.h"
-#include "compiler/plan/profile_probes.h"
 #include "common/hardware_profile.h"
+#include "compiler/driver/profile_probes.h"
 #include "runtime/device/gpu_probe.h"
 #include "runtime/profile/machine_profiler.h"
 

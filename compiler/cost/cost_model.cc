@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
-#include "compiler/plan/fused_chains.h"
 #include "ops/fusion/sample_args.h"
 
 namespace sluice {

@@ -113,7 +113,7 @@ GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int
                     int64_t batch_size);
 
 // CPU seconds per sample of a chain run on the reference implementations
-// (compiler/plan/fused_chains.h ReferenceFieldChain): what the same steps
+// (compiler/passes/fused_chains.h ReferenceFieldChain): what the same steps
 // would cost as a fused kernel on the CPU, with every step materialized
 // (each resample step charged per output pixel, each pointwise step per output
 // element; run-time image sizes taken as `shape`'s W x H), plus writing the

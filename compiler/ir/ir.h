@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "common/hardware_profile.h"
 #include "ops/param.h"
 #include "ops/registry.h"
 #include "ops/types.h"
@@ -41,6 +40,40 @@ struct Node {
   int op_id = 0;                 // stable id keying this node's random draws
   int fusion_group = -1;         // set by fusion passes; -1 = not fused
   Device device = Device::kCpu;  // set by placement
+  // Decode nodes only, set by decode_pushdown: what the decoder may be asked
+  // to skip (docs/plan.md "decode").
+  struct Pushdown {
+    bool decided = false;  // false before the pass (and on non-decode nodes)
+    bool roi = false;  // the fused chain's crop window may become the decoder's region of interest
+    bool dct_scaling =
+        false;           // DCT-scaled decode may be used when the run opts in (off by default)
+    std::string reason;  // why, one sentence
+  } pushdown;
+};
+
+// One batch field's block in a batch buffer (set by memory_planning). A batch
+// buffer holds, per field in name order, a [B, sample_shape...] block starting
+// at `offset` (64-byte aligned).
+struct FieldMemory {
+  std::string field;
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> sample_shape;  // static
+  int64_t bytes_per_sample = 0;
+  int64_t offset = 0;  // of the [B,...] block, when every field is written on the host
+  // A field whose chain's tail runs on the GPU: the host writes the staging
+  // image (uint8 HWC) instead; 0 when the field has no GPU tail.
+  int64_t staging_bytes_per_sample = 0;
+  int64_t staged_offset = 0;  // of the block when GPU tails are used
+};
+
+// The batch buffer layout (set by memory_planning; pool counts stay run-time
+// knobs). `planned` is false before the pass.
+struct MemoryPlan {
+  bool planned = false;
+  int64_t batch_size = 0;
+  std::vector<FieldMemory> fields;  // in field-name order
+  int64_t batch_bytes = 0;          // one host batch buffer, every field on the host
+  int64_t staged_batch_bytes = 0;   // one host batch buffer when the GPU tails are used
 };
 
 // One placement the placement pass weighed (compiler/passes/placement.cc), with
@@ -83,14 +116,10 @@ struct Graph {
   // trailing `note:` lines.
   std::vector<std::string> notes;
 
-  // Inputs of the placement pass, set by the driver before RunPasses: the
-  // hardware profile (`--profile`; none: everything stays on the CPU) and a
-  // CPU budget in cores that overrides output.cpu_budget (`--cpu-budget`; -1:
-  // none).
-  std::optional<HardwareProfile> profile;
-  int cpu_budget_override = -1;
   // Set by the placement pass.
   PlacementDecision placement;
+  // Set by the memory_planning pass.
+  MemoryPlan memory;
 
   ValueId AddValue(std::string name);
   // The value called `name`, or -1.
@@ -138,9 +167,13 @@ Status VerifyGraph(const Graph& graph);
 // type inference), `=`, the op, its inputs, then every parameter in name order
 // (ParamValue::ToString, with kAutoInt -1 shown as `auto`). A trailing
 // `  [...]` lists what later passes set, only when set: op_id when it differs
-// from the node index, fusion=N, device=gpu. After the output line, only when
-// placement split a group onto the GPU, `placement: device="cuda:N"`; then one
-// `note: TEXT` line per entry of Graph::notes.
+// from the node index, fusion=N, device=gpu, and on a decode node once
+// decode_pushdown ran roi=yes|no and dct_scaling=opt-in|no. After the output
+// line, only when placement split a group onto the GPU,
+// `placement: device="cuda:N"`; one `pushdown: %VALUE: REASON` line per decided
+// decode node; once memory_planning ran, one `memory: FIELD ...` line per batch
+// field and a `memory: batch buffer ...` line; then one `note: TEXT` line per
+// entry of Graph::notes.
 std::string PrintGraph(const Graph& graph);
 // One parameter value as the printer shows it (`def` may be null).
 std::string FormatParam(const ParamDef* def, const ParamValue& value);

@@ -87,6 +87,10 @@ std::string PrintGraph(const Graph& graph) {
     if (node.op_id != static_cast<int>(n)) note("op_id=" + std::to_string(node.op_id));
     if (node.fusion_group >= 0) note("fusion=" + std::to_string(node.fusion_group));
     if (node.device == Device::kGpu) note("device=gpu");
+    if (node.pushdown.decided) {
+      note(std::string("roi=") + (node.pushdown.roi ? "yes" : "no"));
+      note(std::string("dct_scaling=") + (node.pushdown.dct_scaling ? "opt-in" : "no"));
+    }
     if (!notes.empty()) line += "  [" + notes + "]";
     out += line + "\n";
   }
@@ -95,6 +99,29 @@ std::string PrintGraph(const Graph& graph) {
   }
   if (graph.placement.device != "cpu") {
     out += "placement: device=\"" + graph.placement.device + "\"\n";
+  }
+  for (const Node& node : graph.nodes) {
+    if (!node.pushdown.decided || node.outputs.empty()) continue;
+    out += "pushdown: %" + graph.value(node.outputs[0]).name + ": " + node.pushdown.reason + "\n";
+  }
+  if (graph.memory.planned) {
+    for (const FieldMemory& f : graph.memory.fields) {
+      out += "memory: " + f.field + ": " + std::string(DTypeName(f.dtype)) + "[" +
+             std::to_string(graph.memory.batch_size);
+      for (int64_t d : f.sample_shape) out += "," + std::to_string(d);
+      out += "] " + std::to_string(f.bytes_per_sample) + " B/sample at offset " +
+             std::to_string(f.offset);
+      if (f.staging_bytes_per_sample > 0) {
+        out += "; staged for the GPU: " + std::to_string(f.staging_bytes_per_sample) +
+               " B/sample at offset " + std::to_string(f.staged_offset);
+      }
+      out += "\n";
+    }
+    out += "memory: batch buffer " + std::to_string(graph.memory.batch_bytes) + " B";
+    if (graph.memory.staged_batch_bytes != graph.memory.batch_bytes) {
+      out += " (" + std::to_string(graph.memory.staged_batch_bytes) + " B with GPU staging)";
+    }
+    out += "\n";
   }
   for (const std::string& note : graph.notes) out += "note: " + note + "\n";
   return out;

@@ -4,7 +4,7 @@
 // decision, the alternatives weighed with their predicted throughput, and the
 // reason). Nothing else changes: a split group keeps its nodes and its whole
 // chain CPU kernel (the fallback without a GPU); FusedChain::gpu_from is read
-// back from the nodes' devices (compiler/plan/fused_chains.cc).
+// back from the nodes' devices (compiler/passes/fused_chains.cc).
 //
 // Why: a GPU can take the deterministic pointwise tail of a chain (grayscale,
 // normalize, layout, cast), so the CPU writes a uint8 HWC image instead of
@@ -29,17 +29,17 @@
 //                group with no valid split stays on the CPU; when no group can
 //                move, the plan runs on the CPU and the reason says so (not an
 //                error: batches are then handed over from host memory).
-// CPU budget: Graph::cpu_budget_override (`--cpu-budget`), else
-// output.cpu_budget, else the profile's cores.
+// CPU budget: PassContext::cpu_budget_override (`--cpu-budget`), else
+// output.cpu_budget, else the profile's cores (PassContext::profile).
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "compiler/cost/cost_model.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 
 namespace sluice {
 namespace {
@@ -87,8 +87,8 @@ std::string Ips(double v) {
 
 }  // namespace
 
-void PlaceStages(Graph& graph, Diagnostics& diags) {
-  (void)diags;  // placement never rejects a spec
+void PlaceStages(Graph& graph, PassContext& context) {
+  // Placement never rejects a spec: it reports nothing to context.diags.
   PlacementDecision d;
   d.ran = true;
   d.requested = StringParam(graph.output, "device", "auto");
@@ -112,9 +112,9 @@ void PlaceStages(Graph& graph, Diagnostics& diags) {
       " — after a static uint8 HWC image can; random ops and the resample ops have per-sample "
       "arguments or geometry)";
 
-  const HardwareProfile* profile = graph.profile ? &*graph.profile : nullptr;
-  if (graph.cpu_budget_override > 0) {
-    d.cpu_budget = graph.cpu_budget_override;
+  const HardwareProfile* profile = context.profile;
+  if (context.cpu_budget_override > 0) {
+    d.cpu_budget = context.cpu_budget_override;
     d.cpu_budget_from = "--cpu-budget";
   } else if (int64_t b = IntParam(graph.output, "cpu_budget", -1); b > 0) {
     d.cpu_budget = static_cast<int>(b);

@@ -16,16 +16,16 @@
 // (ops/fusion/sample_args.h: pad modes, fills, channel counts); one that does
 // not is dissolved with the reason as a note.
 //
-// A group is then what plan/fused_chains.h turns into one FusedChain: input =
+// A group is then what passes/fused_chains.h turns into one FusedChain: input =
 // the decode's output, output = the last node's output.
 //
 // Rewrites: Node::fusion_group and Graph::notes only; no diagnostics.
 #include <string>
 #include <vector>
 
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "ops/fusion/sample_args.h"
 
 namespace sluice {

@@ -9,7 +9,8 @@
 #include <string_view>
 
 #include "compiler/cost/cost_model.h"
-#include "compiler/plan/fused_chains.h"
+#include "compiler/passes/fused_chains.h"
+#include "compiler/passes/pass.h"
 #include "ops/fusion/plan_format.h"
 
 #ifndef SLUICE_VERSION
@@ -53,7 +54,8 @@ struct EffectivePlacement {
   std::optional<CostPrediction> cost;               // its breakdown (with a profile)
 };
 
-EffectivePlacement Effective(const Graph& graph, const KernelRecord& kernels) {
+EffectivePlacement Effective(const Graph& graph, const KernelRecord& kernels,
+                             const HardwareProfile* profile) {
   EffectivePlacement e;
   const PlacementDecision& d = graph.placement;
   const int count = CountFusionGroups(graph);
@@ -105,8 +107,8 @@ EffectivePlacement Effective(const Graph& graph, const KernelRecord& kernels) {
       break;
     }
   }
-  if (graph.profile && d.cpu_budget > 0) {
-    e.cost = PredictCost(*graph.profile, graph, e.gpu_from, d.cpu_budget);
+  if (profile != nullptr && d.cpu_budget > 0) {
+    e.cost = PredictCost(*profile, graph, e.gpu_from, d.cpu_budget);
   }
   return e;
 }
@@ -143,13 +145,47 @@ json ValueRef(const Graph& graph, ValueId id) {
 }
 
 // A chain's steps as plan.json stores them (read back by Plan::Load).
-json StepsJson(const FusedChain& chain) {
-  json steps = json::array();
+std::vector<PlanStepDoc> StepDocs(const FusedChain& chain) {
+  std::vector<PlanStepDoc> steps;
   for (const ChainStep& step : chain.steps) {
-    steps.push_back(json{
-        {"op", step.op->name}, {"op_id", step.op_id}, {"params", pf::ParamsToJson(step.params)}});
+    steps.push_back(PlanStepDoc{step.op->name, step.op_id, pf::ParamsToJson(step.params)});
   }
   return steps;
+}
+
+// The decode node the fused and reference chains read (the first decode).
+const Node* FindDecode(const Graph& graph) {
+  for (const Node& node : graph.nodes) {
+    if (node.op && node.op->op_class == OpClass::kDecode) return &node;
+  }
+  return nullptr;
+}
+
+// The memory plan with the staging of GPU tails that do not run dropped.
+std::optional<PlanMemoryDoc> MemoryDoc(const Graph& graph, const EffectivePlacement& placement) {
+  if (!graph.memory.planned) return std::nullopt;
+  std::vector<FieldMemory> fields = graph.memory.fields;
+  for (FieldMemory& f : fields) {
+    bool staged = false;
+    for (int g = 0; g < static_cast<int>(placement.gpu_from.size()); ++g) {
+      if (placement.gpu_from[g] < 0) continue;
+      for (const Node& node : graph.nodes) {
+        if (node.fusion_group != g || node.outputs.empty()) continue;
+        staged = staged || BatchFieldOf(graph, node.outputs[0]) == f.field;
+      }
+    }
+    if (!staged) f.staging_bytes_per_sample = 0;
+  }
+  MemoryPlan m = LayOutBatch(std::move(fields), graph.memory.batch_size);
+  PlanMemoryDoc doc;
+  doc.batch_size = m.batch_size;
+  doc.batch_bytes = m.batch_bytes;
+  doc.staged_batch_bytes = m.staged_batch_bytes;
+  for (const FieldMemory& f : m.fields) {
+    doc.fields.push_back(PlanFieldMemoryDoc{f.field, f.dtype, f.sample_shape, f.bytes_per_sample,
+                                            f.offset, f.staging_bytes_per_sample, f.staged_offset});
+  }
+  return doc;
 }
 
 std::string NodeWhere(const Node& node) {
@@ -158,30 +194,8 @@ std::string NodeWhere(const Node& node) {
   return out;
 }
 
-}  // namespace
-
-json PlanJson(const Graph& graph, const std::string& spec_text, const KernelRecord& kernels) {
-  const EffectivePlacement placement = Effective(graph, kernels);
-  json plan;
-  plan["format_version"] = pf::kFormatVersion;
-  plan["compiler_version"] = SLUICE_VERSION;
-  plan["spec_hash"] = pf::HashBytes(spec_text);
-  plan["spec_file"] = graph.spec_file;
-  plan["name"] = graph.name;
-
-  const Node* source = FindSource(graph);
-  json src{{"format", source ? source->op->name : ""},
-           {"params", source ? pf::ParamsToJson(source->params) : json::object()},
-           {"outputs", json::array()}};
-  if (source) {
-    for (ValueId v : source->outputs) src["outputs"].push_back(ValueRef(graph, v));
-  }
-  plan["source"] = src;
-  plan["sampling"] = pf::ParamsToJson(graph.sampling);
-  const Node* batch = FindBatch(graph);
-  plan["batch"] = batch ? pf::ParamsToJson(batch->params) : json::object();
-  plan["output"] = pf::ParamsToJson(graph.output);
-
+// plan.json "graph": every node as placed (and built), and the notes.
+json GraphJson(const Graph& graph, const EffectivePlacement& placement) {
   json nodes = json::array();
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
@@ -199,10 +213,14 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
     for (ValueId v : node.outputs) jn["outputs"].push_back(ValueRef(graph, v));
     nodes.push_back(std::move(jn));
   }
-  plan["graph"] = json{{"nodes", nodes}, {"notes", graph.notes}};
+  return json{{"nodes", nodes}, {"notes", graph.notes}};
+}
 
+// plan.json "fusion_groups".
+std::vector<PlanGroupDoc> GroupDocs(const Graph& graph, const KernelRecord& kernels,
+                                    const EffectivePlacement& placement) {
+  std::vector<PlanGroupDoc> groups;
   const json args = kernels.artifact.arg_names;
-  json groups = json::array();
   const int count = CountFusionGroups(graph);
   for (int g = 0; g < count; ++g) {
     FusedChain chain = ChainForGroup(graph, g);
@@ -210,84 +228,79 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       if (graph.nodes[n].fusion_group == g) node_ids.push_back(n);
     }
-    std::string cuda_symbol, cpu_part_symbol, gpu_batch_symbol;
+    PlanGroupDoc group;
     if (g < static_cast<int>(kernels.artifact.kernels.size())) {
-      cuda_symbol = kernels.artifact.kernels[g].cuda_symbol;
-      cpu_part_symbol = kernels.artifact.kernels[g].cpu_part_symbol;
-      gpu_batch_symbol = kernels.artifact.kernels[g].gpu_batch_symbol;
+      group.cuda_symbol = kernels.artifact.kernels[g].cuda_symbol;
+      group.cpu_part_symbol = kernels.artifact.kernels[g].cpu_part_symbol;
+      group.gpu_batch_symbol = kernels.artifact.kernels[g].gpu_batch_symbol;
     }
-    const int gpu_from = placement.gpu_from[g];
-    json staging = nullptr;
-    if (gpu_from >= 1) {
+    group.gpu_from = placement.gpu_from[g];
+    if (group.gpu_from >= 1) {
       std::vector<TensorType> types = ChainStepTypes(chain);
-      if (gpu_from <= static_cast<int>(types.size())) staging = pf::TypeToJson(types[gpu_from - 1]);
+      if (group.gpu_from <= static_cast<int>(types.size())) {
+        group.staging_type = types[group.gpu_from - 1];
+      }
     }
-    auto symbol_or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
     const Node& last = graph.nodes[node_ids.back().get<size_t>()];
     const Node& first = graph.nodes[node_ids.front().get<size_t>()];
-    groups.push_back(
-        json{{"id", g},
-             {"symbol", chain.symbol},
-             {"cuda_symbol", cuda_symbol.empty() ? json(nullptr) : json(cuda_symbol)},
-             {"nodes", node_ids},
-             {"input", graph.value(first.inputs[0]).name},
-             {"input_type", pf::TypeToJson(chain.input)},
-             {"output", graph.value(last.outputs[0]).name},
-             {"output_type", pf::TypeToJson(chain.output)},
-             {"batch_field", BatchFieldOf(graph, last.outputs[0])},
-             {"steps", StepsJson(chain)},
-             {"gpu_from", gpu_from},
-             {"cpu_part_symbol", symbol_or_null(cpu_part_symbol)},
-             {"gpu_batch_symbol", symbol_or_null(gpu_batch_symbol)},
-             {"staging_type", staging},
-             {"abi", json{{"signature",
-                           "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
-                          {"reference", "ops/fusion/kernel_abi.h"},
-                          {"args", args}}}});
+    group.id = g;
+    group.symbol = chain.symbol;
+    group.nodes = node_ids;
+    group.input = graph.value(first.inputs[0]).name;
+    group.input_type = chain.input;
+    group.output = graph.value(last.outputs[0]).name;
+    group.output_type = chain.output;
+    group.batch_field = BatchFieldOf(graph, last.outputs[0]);
+    group.steps = StepDocs(chain);
+    group.abi =
+        json{{"signature", "int SYMBOL(halide_buffer_t* in, SCALAR ARGS..., halide_buffer_t* out)"},
+             {"reference", "ops/fusion/kernel_abi.h"},
+             {"args", args}};
+    groups.push_back(std::move(group));
   }
-  plan["fusion_groups"] = groups;
 
-  // Batch fields no fusion group writes: run per sample on the reference
-  // implementations (an old loader, which does not read this key, fails with
-  // its "written neither by a fused kernel nor the source's label" error).
-  json references = json::array();
+  return groups;
+}
+
+// plan.json "reference_chains": batch fields no fusion group writes, run per
+// sample on the reference implementations (an old loader, which does not read
+// this key, fails with its "written neither by a fused kernel nor the source's
+// label" error).
+std::vector<PlanReferenceDoc> ReferenceDocs(const Graph& graph) {
+  std::vector<PlanReferenceDoc> references;
   for (const ReferenceFieldChain& ref : BuildReferenceChains(graph)) {
     const Node& decode = graph.nodes[ref.decode];
     const Node& last = graph.nodes[ref.nodes.back()];
-    std::string reason;
-    for (const std::string& r : ref.reasons) reason += (reason.empty() ? "" : "; ") + r;
-    references.push_back(json{{"batch_field", ref.field},
-                              {"symbol", ref.chain.symbol},
-                              {"nodes", ref.nodes},
-                              {"input", graph.value(decode.outputs[0]).name},
-                              {"input_type", pf::TypeToJson(ref.chain.input)},
-                              {"output", graph.value(last.outputs[0]).name},
-                              {"output_type", pf::TypeToJson(ref.chain.output)},
-                              {"steps", StepsJson(ref.chain)},
-                              {"reason", reason}});
+    PlanReferenceDoc r;
+    for (const std::string& why : ref.reasons) r.reason += (r.reason.empty() ? "" : "; ") + why;
+    r.batch_field = ref.field;
+    r.symbol = ref.chain.symbol;
+    r.nodes = ref.nodes;
+    r.input = graph.value(decode.outputs[0]).name;
+    r.input_type = ref.chain.input;
+    r.output = graph.value(last.outputs[0]).name;
+    r.output_type = ref.chain.output;
+    r.steps = StepDocs(ref.chain);
+    references.push_back(std::move(r));
   }
-  plan["reference_chains"] = references;
 
-  const KernelArtifact& a = kernels.artifact;
-  plan["kernels"] =
-      json{{"file", pf::kKernelsFile},
-           {"hash", kernels.hash},
-           {"bytes", kernels.bytes},
-           {"cpu_targets", a.cpu_targets},
-           {"cuda_target", a.cuda_target.empty() ? json(nullptr) : json(a.cuda_target)},
-           {"cuda_note", a.cuda_note}};
+  return references;
+}
 
+// plan.json "placement" (its device is PlanDocument::placement_device too).
+json PlacementJson(const Graph& graph, const EffectivePlacement& placement,
+                   const HardwareProfile* profile) {
   const PlacementDecision& d = graph.placement;
   json placed = json::array();
   for (Device device : placement.devices) placed.push_back(device == Device::kGpu ? "gpu" : "cpu");
   json predicted = nullptr;
   if (placement.predicted != nullptr) {
-    const PlacementAlternative& a = *placement.predicted;
-    predicted = json{{"images_per_second", a.images_per_second},
-                     {"cpu_s_per_sample", a.cpu_s_per_sample},
-                     {"gpu_s_per_sample", a.gpu_s_per_sample},
-                     {"h2d_bytes_per_sample", a.h2d_bytes_per_sample},
-                     {"limit", a.limit}};
+    const PlacementAlternative& alt = *placement.predicted;
+    predicted = json{{"images_per_second", alt.images_per_second},
+                     {"cpu_s_per_sample", alt.cpu_s_per_sample},
+                     {"gpu_s_per_sample", alt.gpu_s_per_sample},
+                     {"h2d_bytes_per_sample", alt.h2d_bytes_per_sample},
+                     {"limit", alt.limit}};
     if (placement.cost) {
       predicted["read_s_per_sample"] = placement.cost->read_s;
       predicted["decode_s_per_sample"] = placement.cost->decode_s;
@@ -299,20 +312,76 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
   for (size_t i = 0; i < d.alternatives.size(); ++i) {
     alternatives.push_back(AlternativeJson(d.alternatives[i], static_cast<int>(i) == d.chosen));
   }
-  plan["placement"] =
-      json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
-           {"device", placement.device},
-           {"reason", placement.reason},
-           {"nodes", placed},
-           {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
-           {"cpu_budget_from", d.cpu_budget_from},
-           {"profile", graph.profile ? json(graph.profile->machine) : json(nullptr)},
-           {"predicted", predicted},
-           {"alternatives", alternatives}};
-  return plan;
+  return json{{"requested", d.ran ? d.requested : OutputDevice(graph)},
+              {"device", placement.device},
+              {"reason", placement.reason},
+              {"nodes", placed},
+              {"cpu_budget", d.cpu_budget > 0 ? json(d.cpu_budget) : json(nullptr)},
+              {"cpu_budget_from", d.cpu_budget_from},
+              {"profile", profile != nullptr ? json(profile->machine) : json(nullptr)},
+              {"predicted", predicted},
+              {"alternatives", alternatives}};
 }
 
-std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
+// plan.json "decode": the first decode node (the one the chains read) and
+// what decode_pushdown decided for it; nullopt without a decode.
+std::optional<PlanDecodeDoc> DecodeDoc(const Graph& graph) {
+  const Node* decode = FindDecode(graph);
+  if (decode == nullptr) return std::nullopt;
+  PlanDecodeDoc dd;
+  dd.op = decode->op->name;
+  dd.params = pf::ParamsToJson(decode->params);
+  dd.node = static_cast<int>(decode - graph.nodes.data());
+  dd.roi = decode->pushdown.roi;
+  dd.dct_scaling = decode->pushdown.dct_scaling;
+  dd.reason = decode->pushdown.decided ? decode->pushdown.reason
+                                       : "the decode_pushdown pass did not run: no pushdown";
+  return dd;
+}
+
+}  // namespace
+
+PlanDocument BuildPlanDocument(const Graph& graph, const std::string& spec_text,
+                               const KernelRecord& kernels, const HardwareProfile* profile) {
+  const EffectivePlacement placement = Effective(graph, kernels, profile);
+  PlanDocument doc;
+  doc.format_version = pf::kFormatVersion;
+  doc.compiler_version = SLUICE_VERSION;
+  doc.spec_hash = pf::HashBytes(spec_text);
+  doc.spec_file = graph.spec_file;
+  doc.name = graph.name;
+
+  const Node* source = FindSource(graph);
+  doc.source_format = source ? source->op->name : "";
+  doc.source_params = source ? pf::ParamsToJson(source->params) : json::object();
+  if (source) {
+    for (ValueId v : source->outputs) doc.source_outputs.push_back(ValueRef(graph, v));
+  }
+  doc.sampling = pf::ParamsToJson(graph.sampling);
+  const Node* batch = FindBatch(graph);
+  doc.batch = batch ? pf::ParamsToJson(batch->params) : json::object();
+  doc.output = pf::ParamsToJson(graph.output);
+  doc.graph = GraphJson(graph, placement);
+  doc.fusion_groups = GroupDocs(graph, kernels, placement);
+  doc.reference_chains = ReferenceDocs(graph);
+  const BuiltKernels& a = kernels.artifact;
+  doc.kernels = PlanKernelsDoc{pf::kKernelsFile, kernels.hash,  kernels.bytes,
+                               a.cpu_targets,    a.cuda_target, a.cuda_note};
+
+  doc.placement_device = placement.device;
+  doc.placement = PlacementJson(graph, placement, profile);
+  doc.decode = DecodeDoc(graph);
+  doc.memory = MemoryDoc(graph, placement);
+  return doc;
+}
+
+json PlanJson(const Graph& graph, const std::string& spec_text, const KernelRecord& kernels,
+              const HardwareProfile* profile) {
+  return BuildPlanDocument(graph, spec_text, kernels, profile).ToJson();
+}
+
+std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
+                       const HardwareProfile* profile) {
   std::string r;
   r += "sluice plan report: " + graph.name + "\n";
   r += "spec: " + graph.spec_file + "\n";
@@ -349,21 +418,21 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
     r += "\n    geometry: the resample ops compose into one resample per axis from the decoded "
          "image to the output grid (antialiased when downscaling); no intermediate image\n";
     r += "    pointwise: colour, normalize, layout and cast run in the same kernel\n";
-    const bool crops = ChainCrops(chain);
-    const bool rescales = ChainRescales(chain);
-    if ((crops || rescales) && !references.empty()) {
-      r += "    decode pushdown: off: a batch field runs on the reference implementations, "
-           "which need the whole decoded image\n";
-    } else if (crops || rescales) {
-      r += "    decode pushdown:";
-      if (crops) r += " the composed crop window becomes the decoder's region of interest;";
-      if (rescales) {
-        r +=
-            " DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by default"
-            " (`sluice run --dct-scaling`), because it changes pixels beyond the kernels' "
-            "tolerance;";
+    const Node* decode = in.producer >= 0 ? &graph.nodes[in.producer] : nullptr;
+    if (decode != nullptr && decode->pushdown.decided && !decode->pushdown.roi) {
+      r += "    decode pushdown: " + decode->pushdown.reason + "\n";
+    } else if (decode != nullptr && decode->pushdown.decided) {
+      const bool crops = ChainCrops(chain);
+      if (crops || decode->pushdown.dct_scaling) {
+        r += "    decode pushdown:";
+        if (crops) r += " the composed crop window becomes the decoder's region of interest;";
+        if (decode->pushdown.dct_scaling) {
+          r += " DCT-scaled decode (1/2, 1/4, 1/8) of large downscales is available but off by "
+               "default (`sluice run --dct-scaling`), because it changes pixels beyond the "
+               "kernels' tolerance;";
+        }
+        r += " decided at compile time (plan.json \"decode\"), applied per sample\n";
       }
-      r += " the runtime does this per sample\n";
     }
   }
 
@@ -392,7 +461,7 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
     for (const std::string& note : graph.notes) r += "  - " + note + "\n";
   }
 
-  const EffectivePlacement placement = Effective(graph, kernels);
+  const EffectivePlacement placement = Effective(graph, kernels, profile);
   const PlacementDecision& d = graph.placement;
   if (placement.device == "cpu") {
     r += "\nplacement: every stage on cpu; " + placement.reason + "\n";
@@ -418,7 +487,7 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
       r += "\n";
     }
   }
-  const KernelArtifact& a = kernels.artifact;
+  const BuiltKernels& a = kernels.artifact;
   r += "kernels: " + std::string(pf::kKernelsFile) + " (" + std::to_string(kernels.bytes) +
        " bytes, " + kernels.hash + ")\n  CPU targets:";
   for (const std::string& t : a.cpu_targets) r += " " + t;
@@ -428,12 +497,12 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
             ? "not built" + (a.cuda_note.empty() ? std::string() : " (" + a.cuda_note + ")")
             : a.cuda_target) +
        "\n";
-  if (!graph.profile) {
+  if (profile == nullptr) {
     r += "cost model: no hardware profile given (compile with --profile hw.yaml, measured by "
          "`sluice profile`); no per-sample cost prediction\n";
   } else if (placement.cost) {
     const CostPrediction& c = *placement.cost;
-    const HardwareProfile& hw = *graph.profile;
+    const HardwareProfile& hw = *profile;
     r += "cost model (docs/cost_model.md), profile: " +
          (hw.machine.empty() ? std::string("unnamed") : hw.machine) + "\n";
     r += "  image: " + Fixed(c.shape.width, 0) + "x" + Fixed(c.shape.height, 0) + ", " +
@@ -487,48 +556,18 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
   return r;
 }
 
-Status WritePlan(const Graph& graph, const std::string& spec_text, const KernelRecord& kernels,
-                 const std::string& out_dir) {
+Result<std::string> WritePlan(const Graph& graph, const std::string& spec_text,
+                              const KernelRecord& kernels, const std::string& out_dir,
+                              const HardwareProfile* profile) {
   namespace fs = std::filesystem;
-  auto write = [&](const std::string& name, const std::string& text) -> Status {
-    fs::path path = fs::path(out_dir) / name;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return MakeError(ErrorCode::kIo, "cannot write `" + path.string() + "`");
-    return Ok();
-  };
-  SLUICE_RETURN_IF_ERROR(write(pf::kPlanFile, PlanJson(graph, spec_text, kernels).dump(2) + "\n"));
-  SLUICE_RETURN_IF_ERROR(write(pf::kReportFile, PlanReport(graph, kernels)));
-  return Ok();
-}
-
-Status CompilePlan(const Graph& graph, const std::string& spec_text, const std::string& out_dir,
-                   const CodegenOptions& options) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
-    return MakeError(ErrorCode::kInvalidArgument, "`" + out_dir + "` exists and is not a directory",
-                     "a plan is a directory; pick another name for -o");
-  }
-  fs::create_directories(out_dir, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kIo, "cannot create `" + out_dir + "`: " + ec.message());
-  }
-  std::vector<FusedChain> chains = BuildFusedChains(graph);
-  auto artifact = CompileKernels(chains, out_dir, options);
-  if (!artifact) return std::unexpected(artifact.error());
-  KernelRecord record{*artifact, "", 0};
-  const std::string so = (fs::path(out_dir) / pf::kKernelsFile).string();
-  auto hash = pf::HashFile(so);
-  if (!hash) {
-    return MakeError(ErrorCode::kInternal, "the code generator did not leave " +
-                                               std::string(pf::kKernelsFile) + " in `" + out_dir +
-                                               "`: " + hash.error().message);
-  }
-  record.hash = *hash;
-  record.bytes = static_cast<int64_t>(fs::file_size(so, ec));
-  return WritePlan(graph, spec_text, record, out_dir);
+  SLUICE_RETURN_IF_ERROR(BuildPlanDocument(graph, spec_text, kernels, profile).Write(out_dir));
+  std::string report = PlanReport(graph, kernels, profile);
+  fs::path path = fs::path(out_dir) / pf::kReportFile;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << report;
+  out.close();
+  if (!out) return MakeError(ErrorCode::kIo, "cannot write `" + path.string() + "`");
+  return report;
 }
 
 }  // namespace sluice

@@ -20,16 +20,21 @@
 //
 // Thread safety: a loaded Plan is immutable; its accessors may be called from
 // any thread. Copies share the loaded kernels.so.
+//
+// The public accessors describe the plan for users (name, spec hash, batch
+// fields, devices, tuned knobs). The accessors whose types are the compiler's
+// and the registry's (chains, parameters, kernels, the decode step, the memory
+// plan) are for Sluice's own runtime, Python module and tests: their types are
+// only declared here; include runtime/plan/plan_internal.h to use them.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "ops/fusion/fused_chain.h"
-#include "ops/param.h"
 #include "sluice/result.h"
 
 namespace sluice {
@@ -38,6 +43,14 @@ namespace runtime {
 class KernelLibrary;
 class Kernel;
 }  // namespace runtime
+
+// Defined in runtime/plan/plan_internal.h (and the headers it includes).
+struct ParamValue;
+using ParamList = std::map<std::string, ParamValue>;
+struct FusedChain;
+struct GpuStage;
+struct PlanDocument;
+struct PlanMemoryDoc;
 
 // Values for the ${NAME} references in a plan's string parameters.
 using PlanVars = std::map<std::string, std::string>;
@@ -55,77 +68,76 @@ struct TunedKnobs {
   int threads = -1;
   int in_flight = -1;
   int prefetch = -1;
-  int cpu_budget = -1;  // the budget the knobs were tuned within
+  int cpu_budget = -1;           // the budget the knobs were tuned within
   double images_per_second = 0;  // measured with these knobs when tuned
-};
-
-// A fusion group whose tail runs batch-wide on the GPU (FusedChain::gpu_from).
-// Present only when placement split the group and CUDA kernels were built.
-struct GpuStage {
-  int gpu_from = -1;             // steps [gpu_from, end) run on the GPU
-  std::string cpu_part_symbol;   // CPU kernel of steps [0, gpu_from): writes `staging`
-  std::string gpu_batch_symbol;  // batch-wide CUDA kernel of the rest
-  TensorType staging;            // static uint8 HWC: what crosses the bus per sample
 };
 
 class Plan {
  public:
   static Result<Plan> Load(const std::string& path, const PlanVars& vars = {});
 
-  const std::string& path() const { return path_; }
-  const std::string& name() const { return name_; }
-  const std::string& spec_hash() const { return spec_hash_; }
-  const std::string& compiler_version() const { return compiler_version_; }
-  // The source op (image_folder, file_list, ...) and its params, ${VARS} bound.
-  const std::string& source_format() const { return source_format_; }
-  const ParamList& source_params() const { return source_params_; }
-  const ParamList& sampling() const { return sampling_; }
-  const ParamList& batch() const { return batch_; }    // size, fields
-  const ParamList& output() const { return output_; }  // knobs, on_error, device
+  // ---- for users -------------------------------------------------------------
+  const std::string& path() const;
+  const std::string& name() const;
+  const std::string& spec_hash() const;
+  const std::string& compiler_version() const;
+  // The source op (image_folder, file_list, ...).
+  const std::string& source_format() const;
+  // The batch fields in batch order (field-name order) and the batch size.
+  std::vector<std::string> batch_fields() const;
+  int64_t batch_size() const;
+  const std::vector<std::string>& cpu_targets() const;
+  const std::string& cuda_target() const;  // "" when not built
+  // plan.json "placement.device": "cpu" or "cuda:N", what placement decided.
+  const std::string& placement_device() const;
+  const TunedKnobs& tuned() const;
+
+  // ---- internal: the types are in runtime/plan/plan_internal.h ----------------
+  // The source's params, ${VARS} bound.
+  const ParamList& source_params() const;
+  const ParamList& sampling() const;
+  const ParamList& batch() const;   // size, fields
+  const ParamList& output() const;  // knobs, on_error, device
   // One chain per fusion group, in group order; chains()[i].symbol is its kernel.
-  const std::vector<FusedChain>& chains() const { return chains_; }
+  const std::vector<FusedChain>& chains() const;
   // The batch field each chain writes (parallel to chains()).
-  const std::vector<std::string>& chain_fields() const { return chain_fields_; }
+  const std::vector<std::string>& chain_fields() const;
   // Batch fields no fusion group writes (plan.json "reference_chains"): each
   // chain's steps run per sample on the registry's reference implementations
   // (ReferenceChain, ops/fusion/sample_args.h); symbol = "reference:<field>",
   // gpu_from = -1, no kernel. Much slower than a fused kernel.
-  const std::vector<FusedChain>& reference_chains() const { return reference_chains_; }
+  const std::vector<FusedChain>& reference_chains() const;
   // The batch field each reference chain writes (parallel to reference_chains()).
-  const std::vector<std::string>& reference_fields() const { return reference_fields_; }
+  const std::vector<std::string>& reference_fields() const;
   // Why each is not fused, as the compiler said it (parallel; may be "").
-  const std::vector<std::string>& reference_reasons() const { return reference_reasons_; }
-  const std::vector<std::string>& cpu_targets() const { return cpu_targets_; }
-  const std::string& cuda_target() const { return cuda_target_; }  // "" when not built
+  const std::vector<std::string>& reference_reasons() const;
   // Parallel to chains(): the GPU tail of each chain, or nullopt (CPU only).
-  const std::vector<std::optional<GpuStage>>& gpu_stages() const { return gpu_stages_; }
-  // plan.json "placement.device": "cpu" or "cuda:N", what placement decided.
-  const std::string& placement_device() const { return placement_device_; }
-  const TunedKnobs& tuned() const { return tuned_; }
-  const runtime::KernelLibrary& kernels() const { return *kernels_; }
+  const std::vector<std::optional<GpuStage>>& gpu_stages() const;
+  // The plan's decode step (plan.json "decode"): the op ("decode_jpeg", ...;
+  // "" when the plan has none) and its params, defaults filled, ${VARS} bound.
+  const std::string& decode_op() const;
+  const ParamList& decode_params() const;
+  // What decode_pushdown decided for that step: the fused chain's crop window
+  // may become the decoder's region of interest; DCT-scaled decode may be used
+  // when the run asks for it (LoaderOptions::dct_scaling).
+  bool decode_roi_allowed() const;
+  bool decode_dct_scaling_allowed() const;
+  // The batch buffer layout memory_planning computed (plan.json "memory"), or
+  // null for a plan compiled before it.
+  const PlanMemoryDoc* memory() const;
+  // plan.json as read.
+  const PlanDocument& document() const;
+  const runtime::KernelLibrary& kernels() const;
   // The CPU kernel of chains()[i] (looked up and checked at load time).
-  const runtime::Kernel& cpu_kernel(size_t i) const { return *cpu_kernels_[i]; }
+  const runtime::Kernel& cpu_kernel(size_t i) const;
   // The CPU-part kernel of chains()[i] (writes gpu_stages()[i]->staging), or
   // nullptr when the chain has no GPU stage.
-  const runtime::Kernel* cpu_part_kernel(size_t i) const {
-    return i < cpu_part_kernels_.size() ? cpu_part_kernels_[i].get() : nullptr;
-  }
+  const runtime::Kernel* cpu_part_kernel(size_t i) const;
+
+  struct Impl;
 
  private:
-  std::string path_, name_, spec_hash_, compiler_version_, source_format_;
-  ParamList source_params_, sampling_, batch_, output_;
-  std::vector<FusedChain> chains_;
-  std::vector<std::string> chain_fields_;
-  std::vector<FusedChain> reference_chains_;
-  std::vector<std::string> reference_fields_, reference_reasons_;
-  std::vector<std::string> cpu_targets_;
-  std::string cuda_target_;
-  std::vector<std::optional<GpuStage>> gpu_stages_;
-  std::string placement_device_ = "cpu";
-  TunedKnobs tuned_;
-  std::shared_ptr<const runtime::KernelLibrary> kernels_;
-  std::vector<std::shared_ptr<const runtime::Kernel>> cpu_kernels_;
-  std::vector<std::shared_ptr<const runtime::Kernel>> cpu_part_kernels_;  // null: none
+  std::shared_ptr<const Impl> impl_;  // immutable; copies share it
 };
 
 }  // namespace sluice

@@ -205,6 +205,16 @@ class Plan:
     fused_fields = property(lambda self: list(self._loaded().chain_fields))
     cpu_targets = property(lambda self: self._loaded().cpu_targets)
     cuda_target = property(lambda self: self._loaded().cuda_target)
+    # plan.json "placement.device": "cpu" or "cuda:N".
+    placement_device = property(lambda self: self._loaded().placement_device)
+    # The plan's decode step (plan.json "decode"): its op ("decode_jpeg", ...),
+    # params (${VARS} bound) and what decode_pushdown allowed
+    # ({"roi": bool, "dct_scaling": bool}).
+    decode_op = property(lambda self: self._loaded().decode_op)
+    decode_params = property(lambda self: self._loaded().decode_params)
+    decode_pushdown = property(lambda self: self._loaded().decode_pushdown)
+    # memory_planning's batch buffer layout (plan.json "memory"), or None.
+    memory = property(lambda self: self._loaded().memory)
 
     @property
     def reference_fields(self) -> Dict[str, str]:

@@ -43,13 +43,9 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
-#include "compiler/codegen/codegen.h"
-#include "compiler/ir/ir.h"
-#include "compiler/passes/pass.h"
-#include "compiler/plan/plan_writer.h"
-#include "compiler/spec/diagnostics.h"
-#include "compiler/spec/spec.h"
 #include "runtime/device/cuda_driver.h"
+#include "runtime/plan/plan_internal.h"
+#include "sluice/compiler.h"
 #include "sluice/sluice.h"
 
 namespace py = pybind11;
@@ -139,59 +135,36 @@ void Check(const Status& s) {
 
 // ---- compile -----------------------------------------------------------------
 
-// Every diagnostic as one kInvalidSpec error: the message is the rendered list
-// ("file:line:col: error: ...", "  hint: ...", sorted by position) and the
-// mark is the first one's, so Python sees e.file/e.line/e.column too.
-Error SpecErrorFrom(const Diagnostics& diags) {
-  Error e = diags.ToError();
-  const Error* first = nullptr;
-  for (const Error& d : diags.errors()) {
-    if (!d.mark.valid()) continue;
-    if (first == nullptr ||
-        std::pair(d.mark.line, d.mark.column) < std::pair(first->mark.line, first->mark.column)) {
-      first = &d;
-    }
-  }
-  if (first != nullptr && e.message.starts_with(first->mark.ToString() + ":")) e.mark = first->mark;
-  return e;
-}
-
 // Spec (file path, or YAML text when `is_text`) -> plan directory `out`, with
 // an optional hardware profile file and CPU budget for the placement pass
-// (like `sluice compile --profile --cpu-budget`). Runs without the GIL.
+// (like `sluice compile --profile --cpu-budget`), through the compile driver.
+// Spec errors come back as one kInvalidSpec error (Compilation::
+// diagnostics_error: the rendered list, and the first one's mark so Python sees
+// e.file/e.line/e.column too). Runs without the GIL.
 Status CompileSpec(const std::string& spec, bool is_text, const std::string& out,
                    const std::optional<std::vector<std::string>>& cpu_targets,
                    std::optional<bool> cuda, const std::optional<std::string>& profile,
                    std::optional<int> cpu_budget) {
-  Diagnostics diags;
-  std::string text;
-  Spec parsed;
+  CompileOptions options;
   if (is_text) {
-    text = spec;
-    parsed = ParseSpecText(text, "<string>", diags);
+    options.spec_text = spec;
+    options.spec_name = "<string>";
   } else {
     std::ifstream in(spec, std::ios::binary);
     if (!in) return MakeError(ErrorCode::kNotFound, "cannot read spec `" + spec + "`");
     std::ostringstream buf;
     buf << in.rdbuf();
-    text = buf.str();
-    parsed = ParseSpecText(text, spec, diags);
+    options.spec_text = buf.str();
+    options.spec_name = spec;
   }
-  if (diags.has_errors()) return std::unexpected(SpecErrorFrom(diags));
-  Graph graph = BuildGraph(parsed);
-  if (profile) {
-    auto hw = LoadHardwareProfile(*profile);
-    if (!hw) return std::unexpected(hw.error());
-    graph.profile = std::move(*hw);
-  }
-  if (cpu_budget) graph.cpu_budget_override = *cpu_budget;
-  Status passes = RunPasses(graph, diags);
-  if (diags.has_errors()) return std::unexpected(SpecErrorFrom(diags));
-  SLUICE_RETURN_IF_ERROR(passes);
-  CodegenOptions options;
-  if (cpu_targets) options.cpu_targets = *cpu_targets;
-  if (cuda) options.cuda = *cuda;
-  return CompilePlan(graph, text, out, options);
+  if (profile) options.profile_path = *profile;
+  if (cpu_budget) options.cpu_budget = *cpu_budget;
+  if (cpu_targets) options.codegen.cpu_targets = *cpu_targets;
+  if (cuda) options.codegen.cuda = *cuda;
+  auto compilation = Compile(options);
+  if (!compilation) return std::unexpected(compilation.error());
+  if (compilation->has_errors()) return std::unexpected(compilation->diagnostics_error());
+  return compilation->WritePlan(out);
 }
 
 // ---- params -> Python ----------------------------------------------------------
@@ -623,7 +596,41 @@ PYBIND11_MODULE(_sluice, m) {
       .def_property_readonly("reference_fields", &Plan::reference_fields)
       .def_property_readonly("reference_reasons", &Plan::reference_reasons)
       .def_property_readonly("cpu_targets", &Plan::cpu_targets)
-      .def_property_readonly("cuda_target", &Plan::cuda_target);
+      .def_property_readonly("cuda_target", &Plan::cuda_target)
+      .def_property_readonly("placement_device", &Plan::placement_device)
+      .def_property_readonly("decode_op", &Plan::decode_op)
+      .def_property_readonly("decode_params",
+                             [](const Plan& p) { return ToPython(p.decode_params()); })
+      .def_property_readonly("decode_pushdown",
+                             [](const Plan& p) {
+                               py::dict d;
+                               d["roi"] = p.decode_roi_allowed();
+                               d["dct_scaling"] = p.decode_dct_scaling_allowed();
+                               return d;
+                             })
+      .def_property_readonly("memory", [](const Plan& p) -> py::object {
+        // plan.json "memory" (memory_planning's batch buffer layout), or None.
+        if (p.memory() == nullptr) return py::none();
+        const PlanMemoryDoc& m = *p.memory();
+        py::list fields;
+        for (const PlanFieldMemoryDoc& f : m.fields) {
+          py::dict d;
+          d["field"] = f.field;
+          d["dtype"] = std::string(DTypeName(f.dtype));
+          d["sample_shape"] = py::tuple(py::cast(f.sample_shape));
+          d["bytes_per_sample"] = f.bytes_per_sample;
+          d["offset"] = f.offset;
+          d["staging_bytes_per_sample"] = f.staging_bytes_per_sample;
+          d["staged_offset"] = f.staged_offset;
+          fields.append(d);
+        }
+        py::dict out;
+        out["batch_size"] = m.batch_size;
+        out["fields"] = fields;
+        out["batch_bytes"] = m.batch_bytes;
+        out["staged_batch_bytes"] = m.staged_batch_bytes;
+        return out;
+      });
 
   py::class_<Tensor>(m, "Tensor",
                      "One field of a batch (row-major; host memory, or CUDA device memory "

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/hardware_profile.h"
-#include "compiler/plan/profile_probes.h"
+#include "compiler/driver/profile_probes.h"
 #include "runtime/device/gpu_probe.h"
 #include "runtime/profile/machine_profiler.h"
 #include "runtime/tune/autotuner.h"

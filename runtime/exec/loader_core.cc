@@ -12,6 +12,7 @@
 #include "ops/fusion/sample_args.h"
 #include "runtime/decode/jpeg_decoder.h"
 #include "runtime/kernels/kernel_library.h"
+#include "runtime/plan/plan_internal.h"
 
 namespace sluice::runtime {
 namespace {

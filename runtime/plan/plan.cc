@@ -3,13 +3,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "ops/fusion/plan_format.h"
 #include "ops/registry.h"
 #include "runtime/kernels/kernel_library.h"
+#include "runtime/plan/plan_internal.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "unknown"
@@ -32,7 +32,6 @@ std::string MajorMinor(const std::string& version) {
   return version.substr(0, second);
 }
 
-
 }  // namespace
 
 Result<std::string> BindVariables(const std::string& text, const PlanVars& vars,
@@ -53,14 +52,198 @@ Result<std::string> BindVariables(const std::string& text, const PlanVars& vars,
     if (it == vars.end()) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "variable ${" + name + "} in " + what + " `" + text + "` is not bound",
-                       "bind it when loading: --var " + name + "=VALUE (C++: Plan::Load(path, {{\"" +
-                           name + "\", ...}}))");
+                       "bind it when loading: --var " + name +
+                           "=VALUE (C++: Plan::Load(path, {{\"" + name + "\", ...}}))");
     }
     out += text.substr(pos, start - pos) + it->second;
     pos = end + 1;
   }
   return out + text.substr(pos);
 }
+
+namespace {
+
+// Parameters in a plan document, read against this Sluice's registry; a
+// parameter it does not know is a version mismatch.
+class Resolver {
+ public:
+  explicit Resolver(const std::string& where) : where_(where) {}
+
+  Error Context(Error e, const std::string& what) const {
+    e.message = where_ + ": " + what + ": " + e.message;
+    if (e.code == ErrorCode::kInvalidArgument) e.code = ErrorCode::kVersionMismatch;
+    if (e.hint.empty()) e.hint = kRecompile;
+    return e;
+  }
+  Error Corrupt(const std::string& why) const {
+    return Error{ErrorCode::kCorruptData, where_ + ": plan.json " + why, kRecompile, {}};
+  }
+
+  Result<ParamList> Params(const std::vector<ParamDef>& defs, const json& j,
+                           const std::string& what) const {
+    auto params = pf::ParamsFromJson(defs, j);
+    if (!params) return std::unexpected(Context(params.error(), what));
+    return std::move(*params);
+  }
+
+  // String params with their ${VARS} bound (`section`: "source", ...).
+  Status Bind(ParamList& params, const PlanVars& vars, const std::string& section) const {
+    for (auto& [name, value] : params) {
+      if (!std::holds_alternative<std::string>(value.value)) continue;
+      auto bound = BindVariables(value.AsString(), vars, section + "." + name);
+      if (!bound) {
+        Error e = bound.error();
+        e.message = where_ + ": " + e.message;
+        return std::unexpected(std::move(e));
+      }
+      value.value = *bound;
+    }
+    return Ok();
+  }
+
+  Result<const OpDef*> Op(const std::string& name) const {
+    const OpDef* op = FindOp(name);
+    if (op == nullptr) {
+      return MakeError(ErrorCode::kVersionMismatch,
+                       where_ + " uses op `" + name + "`, which this Sluice does not know",
+                       kRecompile);
+    }
+    return op;
+  }
+
+  Status Steps(const std::vector<PlanStepDoc>& steps, const std::string& what,
+               std::vector<ChainStep>& out) const {
+    for (const PlanStepDoc& s : steps) {
+      auto op = Op(s.op);
+      if (!op) return std::unexpected(op.error());
+      auto params = Params((*op)->params, s.params, what + ": op " + s.op);
+      if (!params) return std::unexpected(params.error());
+      out.push_back(ChainStep{*op, std::move(*params), s.op_id});
+    }
+    return Ok();
+  }
+
+ private:
+  std::string where_;
+};
+
+// Fusion groups -> FusedChains and their GPU stages.
+Status ReadChains(const Resolver& r, const PlanDocument& doc, Plan::Impl& plan) {
+  for (const PlanGroupDoc& g : doc.fusion_groups) {
+    FusedChain chain;
+    chain.symbol = g.symbol;
+    chain.input = g.input_type;
+    chain.output = g.output_type;
+    SLUICE_RETURN_IF_ERROR(r.Steps(g.steps, "fusion group " + chain.symbol, chain.steps));
+    // The GPU split (absent in plans from before placement; null fields = none).
+    std::optional<GpuStage> stage;
+    if (g.gpu_from >= 0) {
+      chain.gpu_from = g.gpu_from;
+      if (chain.gpu_from >= static_cast<int>(chain.steps.size())) {
+        return std::unexpected(
+            r.Corrupt("fusion group " + chain.symbol + " has gpu_from past its steps"));
+      }
+      if (!g.cpu_part_symbol.empty() && !g.gpu_batch_symbol.empty() && g.staging_type) {
+        GpuStage st{chain.gpu_from, g.cpu_part_symbol, g.gpu_batch_symbol, *g.staging_type};
+        if (!st.staging.is_static() || st.staging.dtype != DType::kUInt8 ||
+            st.staging.layout != Layout::kHWC) {
+          return std::unexpected(
+              r.Corrupt("fusion group " + chain.symbol +
+                        " has an invalid GPU stage (symbols or a static uint8 HWC staging_type)"));
+        }
+        stage = std::move(st);
+      }
+    }
+    plan.chains.push_back(std::move(chain));
+    plan.gpu_stages.push_back(std::move(stage));
+    plan.chain_fields.push_back(g.batch_field);
+  }
+  for (const PlanReferenceDoc& ref : doc.reference_chains) {
+    const std::string what = "the reference chain of batch field `" + ref.batch_field + "`";
+    FusedChain chain;
+    chain.symbol = "reference:" + ref.batch_field;
+    chain.input = ref.input_type;
+    chain.output = ref.output_type;
+    const int c = chain.input.channel_axis();
+    if (chain.input.dtype != DType::kUInt8 || chain.input.layout != Layout::kHWC || c < 0 ||
+        (chain.input.dims[c] != 1 && chain.input.dims[c] != 3) || !chain.output.is_static()) {
+      return std::unexpected(
+          r.Corrupt("has " + what +
+                    " whose input is not a decoded uint8 HWC image with 1 or 3 channels, or "
+                    "whose output type is not static"));
+    }
+    SLUICE_RETURN_IF_ERROR(r.Steps(ref.steps, what, chain.steps));
+    plan.reference_chains.push_back(std::move(chain));
+    plan.reference_fields.push_back(ref.batch_field);
+    plan.reference_reasons.push_back(ref.reason);
+  }
+  return Ok();
+}
+
+// kernels.so: present, unchanged, loadable, with a target this CPU runs; and
+// each chain's kernels looked up.
+Status OpenKernels(const Resolver& r, const std::string& where, const fs::path& dir,
+                   Plan::Impl& plan) {
+  std::error_code ec;
+  const std::string so = (dir / pf::kKernelsFile).string();
+  if (!fs::exists(so, ec)) {
+    return MakeError(ErrorCode::kNotFound, where + " has no kernels.so (deleted or not copied?)",
+                     std::string("copy the whole plan directory, or ") + kRecompile);
+  }
+  auto hash = pf::HashFile(so);
+  if (!hash) return std::unexpected(r.Context(hash.error(), "kernels.so"));
+  const std::string& expected = plan.doc.kernels.hash;
+  if (*hash != expected) {
+    return MakeError(ErrorCode::kCorruptData,
+                     where + ": kernels.so does not match plan.json (hash " + *hash +
+                         ", expected " + expected +
+                         "): it was changed or truncated after "
+                         "compilation",
+                     kRecompile);
+  }
+  if (!plan.chains.empty()) {
+    // The multitarget dispatcher falls back to its baseline without checking.
+    if (Status cpu = runtime::CheckCpuSupports(plan.doc.kernels.cpu_targets); !cpu) {
+      Error e = cpu.error();
+      e.message = where + ": " + e.message;
+      return std::unexpected(std::move(e));
+    }
+  }
+  auto library = runtime::KernelLibrary::Open(so);
+  if (!library) return std::unexpected(r.Context(library.error(), "kernels.so"));
+  plan.kernels = std::make_shared<const runtime::KernelLibrary>(std::move(*library));
+  auto kernel_error = [&](Error e, const std::string& symbol) {
+    e.message = where + ": kernel `" + symbol + "`: " + e.message;
+    if (e.hint.empty()) e.hint = kRecompile;
+    return std::unexpected(std::move(e));
+  };
+  for (const FusedChain& chain : plan.chains) {
+    auto kernel = plan.kernels->CpuKernel(chain);
+    if (!kernel) return kernel_error(kernel.error(), chain.symbol);
+    plan.cpu_kernels.push_back(std::make_shared<const runtime::Kernel>(std::move(*kernel)));
+  }
+  // CPU parts of split groups: kernels bound to the staging type.
+  plan.cpu_part_kernels.resize(plan.chains.size());
+  for (size_t i = 0; i < plan.chains.size(); ++i) {
+    const std::optional<GpuStage>& st = plan.gpu_stages[i];
+    if (!st) continue;
+    FusedChain part = plan.chains[i];
+    part.symbol = st->cpu_part_symbol;
+    part.output = st->staging;
+    part.steps.resize(static_cast<size_t>(st->gpu_from));
+    part.gpu_from = -1;
+    auto kernel = plan.kernels->CpuKernel(part);
+    if (!kernel) {
+      Error e = kernel.error();
+      e.code = ErrorCode::kCorruptData;
+      return kernel_error(std::move(e), part.symbol);
+    }
+    plan.cpu_part_kernels[i] = std::make_shared<const runtime::Kernel>(std::move(*kernel));
+  }
+  return Ok();
+}
+
+}  // namespace
 
 Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
   const std::string where = "plan `" + path + "`";
@@ -83,7 +266,7 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
   json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("is not valid JSON");
 
-  // Versions first: a plan from another format may not have the fields below.
+  // Versions first: a plan from another format may not have the other keys.
   if (!j.contains("format_version") || !j["format_version"].is_number_integer()) {
     return corrupt("has no integer format_version");
   }
@@ -98,269 +281,113 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
   if (!j.contains("compiler_version") || !j["compiler_version"].is_string()) {
     return corrupt("has no compiler_version");
   }
-  Plan plan;
-  plan.path_ = path;
-  plan.compiler_version_ = j["compiler_version"].get<std::string>();
-  if (MajorMinor(plan.compiler_version_) != MajorMinor(SLUICE_VERSION)) {
+  const std::string compiler_version = j["compiler_version"].get<std::string>();
+  if (MajorMinor(compiler_version) != MajorMinor(SLUICE_VERSION)) {
     return MakeError(ErrorCode::kVersionMismatch,
-                     where + " was compiled by sluice " + plan.compiler_version_ +
-                         "; this runtime is " + SLUICE_VERSION +
-                         " (plans are compatible within a major.minor version)",
+                     where + " was compiled by sluice " + compiler_version + "; this runtime is " +
+                         SLUICE_VERSION + " (plans are compatible within a major.minor version)",
                      std::string(kRecompile) + " with this version of sluice");
   }
+  auto doc = PlanDocument::FromJson(j, where);
+  if (!doc) return std::unexpected(doc.error());
 
-  for (const char* key : {"name", "spec_hash"}) {
-    if (!j.contains(key) || !j[key].is_string()) return corrupt(std::string("has no ") + key);
-  }
-  for (const char* key : {"source", "sampling", "batch", "output", "kernels"}) {
-    if (!j.contains(key) || !j[key].is_object()) {
-      return corrupt(std::string("has no `") + key + "` object");
-    }
-  }
-  if (!j.contains("fusion_groups") || !j["fusion_groups"].is_array()) {
-    return corrupt("has no fusion_groups array");
-  }
-  plan.name_ = j["name"].get<std::string>();
-  plan.spec_hash_ = j["spec_hash"].get<std::string>();
+  auto impl = std::make_shared<Impl>();
+  Impl& plan = *impl;
+  plan.path = path;
+  plan.doc = std::move(*doc);
+  const PlanDocument& d = plan.doc;
+  const Resolver r(where);
 
-  // Parameters, read back against this Sluice's registry.
-  auto context = [&](Error e, const std::string& what) {
-    e.message = where + ": " + what + ": " + e.message;
-    if (e.code == ErrorCode::kInvalidArgument) e.code = ErrorCode::kVersionMismatch;
-    if (e.hint.empty()) e.hint = kRecompile;
-    return std::unexpected(std::move(e));
-  };
-  const json& src = j["source"];
-  if (!src.contains("format") || !src["format"].is_string()) return corrupt("has no source.format");
-  plan.source_format_ = src["format"].get<std::string>();
-  const OpDef* source_op = FindOp(plan.source_format_);
+  const OpDef* source_op = FindOp(d.source_format);
   if (source_op == nullptr || source_op->op_class != OpClass::kSource) {
-    return MakeError(ErrorCode::kVersionMismatch,
-                     where + " reads source format `" + plan.source_format_ +
-                         "`, which this Sluice does not know",
-                     kRecompile);
+    return MakeError(
+        ErrorCode::kVersionMismatch,
+        where + " reads source format `" + d.source_format + "`, which this Sluice does not know",
+        kRecompile);
   }
-  auto source_params = pf::ParamsFromJson(source_op->params, src.value("params", json::object()));
-  if (!source_params) return context(source_params.error(), "source");
-  for (auto& [name, value] : *source_params) {
-    if (!std::holds_alternative<std::string>(value.value)) continue;
-    auto bound = BindVariables(value.AsString(), vars, "source." + name);
-    if (!bound) {
-      Error e = bound.error();
-      e.message = where + ": " + e.message;
-      return std::unexpected(std::move(e));
-    }
-    value.value = *bound;
-  }
-  plan.source_params_ = std::move(*source_params);
-
-  auto sampling = pf::ParamsFromJson(SamplingParams(), j["sampling"]);
-  if (!sampling) return context(sampling.error(), "sampling");
-  plan.sampling_ = std::move(*sampling);
-  auto output = pf::ParamsFromJson(OutputParams(), j["output"]);
-  if (!output) return context(output.error(), "output");
-  plan.output_ = std::move(*output);
+  auto source_params = r.Params(source_op->params, d.source_params, "source");
+  if (!source_params) return std::unexpected(source_params.error());
+  SLUICE_RETURN_IF_ERROR(r.Bind(*source_params, vars, "source"));
+  plan.source_params = std::move(*source_params);
+  auto sampling = r.Params(SamplingParams(), d.sampling, "sampling");
+  if (!sampling) return std::unexpected(sampling.error());
+  plan.sampling = std::move(*sampling);
+  auto output = r.Params(OutputParams(), d.output, "output");
+  if (!output) return std::unexpected(output.error());
+  plan.output = std::move(*output);
   const OpDef* batch_op = FindOp("batch");
   if (batch_op == nullptr) return MakeError(ErrorCode::kInternal, "the registry has no `batch` op");
-  auto batch = pf::ParamsFromJson(batch_op->params, j["batch"]);
-  if (!batch) return context(batch.error(), "batch");
-  plan.batch_ = std::move(*batch);
+  auto batch = r.Params(batch_op->params, d.batch, "batch");
+  if (!batch) return std::unexpected(batch.error());
+  plan.batch = std::move(*batch);
 
-  // A chain's steps, read against this Sluice's registry.
-  auto read_steps = [&](const json& steps, const std::string& what,
-                        std::vector<ChainStep>& out) -> Status {
-    for (const json& s : steps) {
-      if (!s.is_object() || !s.contains("op") || !s["op"].is_string() || !s.contains("op_id") ||
-          !s["op_id"].is_number_integer()) {
-        return corrupt("has a step without op or op_id in " + what);
-      }
-      const std::string op_name = s["op"].get<std::string>();
-      const OpDef* op = FindOp(op_name);
-      if (op == nullptr) {
-        return MakeError(ErrorCode::kVersionMismatch,
-                         where + " uses op `" + op_name + "`, which this Sluice does not know",
-                         kRecompile);
-      }
-      auto params = pf::ParamsFromJson(op->params, s.value("params", json::object()));
-      if (!params) return context(params.error(), what + ": op " + op_name);
-      out.push_back(ChainStep{op, std::move(*params), s["op_id"].get<int>()});
-    }
-    return Ok();
-  };
+  SLUICE_RETURN_IF_ERROR(ReadChains(r, d, plan));
 
-  // Fusion groups -> FusedChains.
-  for (const json& g : j["fusion_groups"]) {
-    if (!g.is_object() || !g.contains("symbol") || !g["symbol"].is_string() ||
-        !g.contains("steps") || !g["steps"].is_array() || !g.contains("input_type") ||
-        !g.contains("output_type")) {
-      return corrupt("has a fusion group without symbol, steps, input_type or output_type");
-    }
-    FusedChain chain;
-    chain.symbol = g["symbol"].get<std::string>();
-    auto input = pf::TypeFromJson(g["input_type"]);
-    if (!input) return context(input.error(), "fusion group " + chain.symbol);
-    auto output_type = pf::TypeFromJson(g["output_type"]);
-    if (!output_type) return context(output_type.error(), "fusion group " + chain.symbol);
-    chain.input = *input;
-    chain.output = *output_type;
-    SLUICE_RETURN_IF_ERROR(read_steps(g["steps"], "fusion group " + chain.symbol, chain.steps));
-    // The GPU split (absent in plans from before placement; null fields = none).
-    std::optional<GpuStage> stage;
-    if (g.contains("gpu_from") && g["gpu_from"].is_number_integer() &&
-        g["gpu_from"].get<int>() >= 0) {
-      chain.gpu_from = g["gpu_from"].get<int>();
-      if (chain.gpu_from >= static_cast<int>(chain.steps.size())) {
-        return corrupt("fusion group " + chain.symbol + " has gpu_from past its steps");
-      }
-      const bool has_symbols = g.value("cpu_part_symbol", json()).is_string() &&
-                               g.value("gpu_batch_symbol", json()).is_string() &&
-                               g.contains("staging_type") && g["staging_type"].is_object();
-      if (has_symbols) {
-        GpuStage st;
-        st.gpu_from = chain.gpu_from;
-        st.cpu_part_symbol = g["cpu_part_symbol"].get<std::string>();
-        st.gpu_batch_symbol = g["gpu_batch_symbol"].get<std::string>();
-        auto staging = pf::TypeFromJson(g["staging_type"]);
-        if (!staging) return context(staging.error(), "fusion group " + chain.symbol);
-        st.staging = *staging;
-        if (st.cpu_part_symbol.empty() || st.gpu_batch_symbol.empty() || !st.staging.is_static() ||
-            st.staging.dtype != DType::kUInt8 || st.staging.layout != Layout::kHWC) {
-          return corrupt("fusion group " + chain.symbol +
-                         " has an invalid GPU stage (symbols or a static uint8 HWC staging_type)");
-        }
-        stage = std::move(st);
-      }
-    }
-    plan.chains_.push_back(std::move(chain));
-    plan.gpu_stages_.push_back(std::move(stage));
-    plan.chain_fields_.push_back(g.value("batch_field", std::string()));
+  // The decode step (absent in plans from before decode_pushdown).
+  if (d.decode) {
+    auto op = r.Op(d.decode->op);
+    if (!op) return std::unexpected(op.error());
+    auto params = r.Params((*op)->params, d.decode->params, "decode " + d.decode->op);
+    if (!params) return std::unexpected(params.error());
+    SLUICE_RETURN_IF_ERROR(r.Bind(*params, vars, "decode"));
+    plan.decode_op = d.decode->op;
+    plan.decode_params = std::move(*params);
   }
+  if (d.tuned) {
+    plan.tuned = TunedKnobs{d.tuned->threads, d.tuned->in_flight, d.tuned->prefetch,
+                            d.tuned->cpu_budget, d.tuned->images_per_second};
+  }
+  SLUICE_RETURN_IF_ERROR(OpenKernels(r, where, dir, plan));
+  Plan loaded;
+  loaded.impl_ = std::move(impl);
+  return loaded;
+}
 
-  // Reference chains (absent in plans from before them: none).
-  if (j.contains("reference_chains")) {
-    if (!j["reference_chains"].is_array()) return corrupt("has a non-array reference_chains");
-    for (const json& r : j["reference_chains"]) {
-      if (!r.is_object() || !r.contains("batch_field") || !r["batch_field"].is_string()) {
-        return corrupt("has a reference chain without batch_field");
-      }
-      const std::string field = r["batch_field"].get<std::string>();
-      const std::string what = "the reference chain of batch field `" + field + "`";
-      if (!r.contains("steps") || !r["steps"].is_array() || r["steps"].empty() ||
-          !r.contains("input_type") || !r.contains("output_type")) {
-        return corrupt("has " + what + " without steps, input_type or output_type");
-      }
-      FusedChain chain;
-      chain.symbol = "reference:" + field;
-      auto input = pf::TypeFromJson(r["input_type"]);
-      if (!input) return context(input.error(), what);
-      auto output_type = pf::TypeFromJson(r["output_type"]);
-      if (!output_type) return context(output_type.error(), what);
-      chain.input = *input;
-      chain.output = *output_type;
-      const int c = chain.input.channel_axis();
-      if (chain.input.dtype != DType::kUInt8 || chain.input.layout != Layout::kHWC || c < 0 ||
-          (chain.input.dims[c] != 1 && chain.input.dims[c] != 3) || !chain.output.is_static()) {
-        return corrupt("has " + what +
-                       " whose input is not a decoded uint8 HWC image with 1 or 3 channels, or "
-                       "whose output type is not static");
-      }
-      SLUICE_RETURN_IF_ERROR(read_steps(r["steps"], what, chain.steps));
-      plan.reference_chains_.push_back(std::move(chain));
-      plan.reference_fields_.push_back(field);
-      plan.reference_reasons_.push_back(
-          r.value("reason", json()).is_string() ? r["reason"].get<std::string>() : "");
-    }
+const std::string& Plan::path() const { return impl_->path; }
+const std::string& Plan::name() const { return impl_->doc.name; }
+const std::string& Plan::spec_hash() const { return impl_->doc.spec_hash; }
+const std::string& Plan::compiler_version() const { return impl_->doc.compiler_version; }
+const std::string& Plan::source_format() const { return impl_->doc.source_format; }
+std::vector<std::string> Plan::batch_fields() const {
+  std::vector<std::string> fields;
+  if (const ParamValue* f = FindParam(impl_->batch, "fields");
+      f != nullptr && std::holds_alternative<std::map<std::string, std::string>>(f->value)) {
+    for (const auto& [field, tensor] : f->AsStringMap()) fields.push_back(field);
   }
-
-  if (j.contains("placement") && j["placement"].is_object() &&
-      j["placement"].value("device", json()).is_string()) {
-    plan.placement_device_ = j["placement"]["device"].get<std::string>();
-  }
-
-  // Knobs written by `sluice tune` (optional; absent in a freshly compiled plan).
-  if (j.contains("tuned") && j["tuned"].is_object()) {
-    const json& t = j["tuned"];
-    auto knob = [&](const char* name) {
-      return t.contains(name) && t[name].is_number_integer() ? t[name].get<int>() : -1;
-    };
-    plan.tuned_.threads = knob("threads");
-    plan.tuned_.in_flight = knob("in_flight");
-    plan.tuned_.prefetch = knob("prefetch");
-    plan.tuned_.cpu_budget = knob("cpu_budget");
-    if (t.contains("images_per_second") && t["images_per_second"].is_number()) {
-      plan.tuned_.images_per_second = t["images_per_second"].get<double>();
-    }
-  }
-
-  // kernels.so: present, unchanged, loadable, with a target this CPU runs.
-  const json& k = j["kernels"];
-  if (!k.contains("hash") || !k["hash"].is_string() || !k.contains("cpu_targets") ||
-      !k["cpu_targets"].is_array()) {
-    return corrupt("has no kernels.hash or kernels.cpu_targets");
-  }
-  for (const json& t : k["cpu_targets"]) {
-    if (t.is_string()) plan.cpu_targets_.push_back(t.get<std::string>());
-  }
-  if (k.contains("cuda_target") && k["cuda_target"].is_string()) {
-    plan.cuda_target_ = k["cuda_target"].get<std::string>();
-  }
-  const std::string so = (dir / pf::kKernelsFile).string();
-  if (!fs::exists(so, ec)) {
-    return MakeError(ErrorCode::kNotFound, where + " has no kernels.so (deleted or not copied?)",
-                     std::string("copy the whole plan directory, or ") + kRecompile);
-  }
-  auto hash = pf::HashFile(so);
-  if (!hash) return context(hash.error(), "kernels.so");
-  const std::string expected = k["hash"].get<std::string>();
-  if (*hash != expected) {
-    return MakeError(ErrorCode::kCorruptData,
-                     where + ": kernels.so does not match plan.json (hash " + *hash +
-                         ", expected " + expected + "): it was changed or truncated after "
-                         "compilation",
-                     kRecompile);
-  }
-  if (!plan.chains_.empty()) {
-    // The multitarget dispatcher falls back to its baseline without checking.
-    if (Status cpu = runtime::CheckCpuSupports(plan.cpu_targets_); !cpu) {
-      Error e = cpu.error();
-      e.message = where + ": " + e.message;
-      return std::unexpected(std::move(e));
-    }
-  }
-  auto library = runtime::KernelLibrary::Open(so);
-  if (!library) return context(library.error(), "kernels.so");
-  plan.kernels_ = std::make_shared<const runtime::KernelLibrary>(std::move(*library));
-  for (const FusedChain& chain : plan.chains_) {
-    auto kernel = plan.kernels_->CpuKernel(chain);
-    if (!kernel) {
-      Error e = kernel.error();
-      e.message = where + ": kernel `" + chain.symbol + "`: " + e.message;
-      if (e.hint.empty()) e.hint = kRecompile;
-      return std::unexpected(std::move(e));
-    }
-    plan.cpu_kernels_.push_back(std::make_shared<const runtime::Kernel>(std::move(*kernel)));
-  }
-  // CPU parts of split groups: kernels bound to the staging type.
-  plan.cpu_part_kernels_.resize(plan.chains_.size());
-  for (size_t i = 0; i < plan.chains_.size(); ++i) {
-    const std::optional<GpuStage>& st = plan.gpu_stages_[i];
-    if (!st) continue;
-    FusedChain part = plan.chains_[i];
-    part.symbol = st->cpu_part_symbol;
-    part.output = st->staging;
-    part.steps.resize(static_cast<size_t>(st->gpu_from));
-    part.gpu_from = -1;
-    auto kernel = plan.kernels_->CpuKernel(part);
-    if (!kernel) {
-      Error e = kernel.error();
-      e.message = where + ": kernel `" + part.symbol + "`: " + e.message;
-      e.code = ErrorCode::kCorruptData;
-      if (e.hint.empty()) e.hint = kRecompile;
-      return std::unexpected(std::move(e));
-    }
-    plan.cpu_part_kernels_[i] = std::make_shared<const runtime::Kernel>(std::move(*kernel));
-  }
-  return plan;
+  return fields;
+}
+int64_t Plan::batch_size() const {
+  const ParamValue* size = FindParam(impl_->batch, "size");
+  return size != nullptr && std::holds_alternative<int64_t>(size->value) ? size->AsInt() : 0;
+}
+const std::vector<std::string>& Plan::cpu_targets() const { return impl_->doc.kernels.cpu_targets; }
+const std::string& Plan::cuda_target() const { return impl_->doc.kernels.cuda_target; }
+const std::string& Plan::placement_device() const { return impl_->doc.placement_device; }
+const TunedKnobs& Plan::tuned() const { return impl_->tuned; }
+const ParamList& Plan::source_params() const { return impl_->source_params; }
+const ParamList& Plan::sampling() const { return impl_->sampling; }
+const ParamList& Plan::batch() const { return impl_->batch; }
+const ParamList& Plan::output() const { return impl_->output; }
+const std::vector<FusedChain>& Plan::chains() const { return impl_->chains; }
+const std::vector<std::string>& Plan::chain_fields() const { return impl_->chain_fields; }
+const std::vector<FusedChain>& Plan::reference_chains() const { return impl_->reference_chains; }
+const std::vector<std::string>& Plan::reference_fields() const { return impl_->reference_fields; }
+const std::vector<std::string>& Plan::reference_reasons() const { return impl_->reference_reasons; }
+const std::vector<std::optional<GpuStage>>& Plan::gpu_stages() const { return impl_->gpu_stages; }
+const std::string& Plan::decode_op() const { return impl_->decode_op; }
+const ParamList& Plan::decode_params() const { return impl_->decode_params; }
+bool Plan::decode_roi_allowed() const { return impl_->doc.decode && impl_->doc.decode->roi; }
+bool Plan::decode_dct_scaling_allowed() const {
+  return impl_->doc.decode && impl_->doc.decode->dct_scaling;
+}
+const PlanMemoryDoc* Plan::memory() const {
+  return impl_->doc.memory ? &*impl_->doc.memory : nullptr;
+}
+const PlanDocument& Plan::document() const { return impl_->doc; }
+const runtime::KernelLibrary& Plan::kernels() const { return *impl_->kernels; }
+const runtime::Kernel& Plan::cpu_kernel(size_t i) const { return *impl_->cpu_kernels[i]; }
+const runtime::Kernel* Plan::cpu_part_kernel(size_t i) const {
+  return i < impl_->cpu_part_kernels.size() ? impl_->cpu_part_kernels[i].get() : nullptr;
 }
 
 }  // namespace sluice

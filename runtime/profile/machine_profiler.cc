@@ -20,6 +20,7 @@
 
 #include "runtime/decode/jpeg_decoder.h"
 #include "runtime/kernels/kernel_library.h"
+#include "runtime/plan/plan_internal.h"
 #include "sluice/plan.h"
 
 #ifndef SLUICE_VERSION

@@ -13,6 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "plan/plan_document.h"
+#include "runtime/plan/plan_internal.h"
+
 namespace sluice::runtime {
 namespace {
 
@@ -273,52 +276,29 @@ Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
 
 Status WriteTunedKnobs(const std::string& plan_dir, const TuneResult& r,
                        const std::string& profile_machine) {
-  namespace fs = std::filesystem;
-  const std::string path = (fs::path(plan_dir) / "plan.json").string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return MakeError(ErrorCode::kNotFound, "cannot open `" + path + "`",
-                     "pass the plan directory written by `sluice compile -o`");
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  in.close();
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return MakeError(ErrorCode::kCorruptData, "`" + path + "` is not a JSON object");
-  }
-  nlohmann::ordered_json t;
-  t["threads"] = r.best.threads;
-  t["in_flight"] = r.best.in_flight;
-  t["prefetch"] = r.best.prefetch;
-  t["cpu_budget"] = r.cpu_budget;
-  t["images_per_second"] = r.images_per_second;
+  auto doc = PlanDocument::Read(plan_dir, "plan `" + plan_dir + "`");
+  if (!doc) return std::unexpected(doc.error());
+  PlanTunedDoc t;
+  t.threads = r.best.threads;
+  t.in_flight = r.best.in_flight;
+  t.prefetch = r.best.prefetch;
+  t.cpu_budget = r.cpu_budget;
+  t.images_per_second = r.images_per_second;
   // Informative (not read by the loader).
-  if (r.memory_budget > 0) t["memory_budget"] = r.memory_budget;
-  t["batch_bytes"] = r.batch_bytes;
-  t["trials"] = r.trials.size();
-  t["profile_machine"] = profile_machine;
+  if (r.memory_budget > 0) t.info["memory_budget"] = r.memory_budget;
+  t.info["batch_bytes"] = r.batch_bytes;
+  t.info["trials"] = r.trials.size();
+  t.info["profile_machine"] = profile_machine;
   {
     char buf[32];
     std::time_t now = std::time(nullptr);
     std::tm tm{};
     gmtime_r(&now, &tm);
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    t["tuned_at"] = buf;
+    t.info["tuned_at"] = buf;
   }
-  j["tuned"] = t;
-  // Keep the file's style: plan_writer writes 2-space JSON plus a newline.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) return MakeError(ErrorCode::kIo, "cannot write `" + tmp + "`");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return MakeError(ErrorCode::kIo, "cannot replace `" + path + "`: " + ec.message());
-  return Ok();
+  doc->tuned = std::move(t);
+  return doc->Write(plan_dir);
 }
 
 }  // namespace sluice::runtime

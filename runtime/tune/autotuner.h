@@ -94,11 +94,11 @@ Result<Trial> MeasureKnobs(const Plan& plan, const Knobs& knobs, const LoaderOpt
 Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
                             const TuneOptions& options);
 
-// Rewrites PLAN_DIR/plan.json with a "tuned" object holding the knobs,
-// cpu_budget, images_per_second and informative fields (memory_budget,
-// batch_bytes, trials, tuned_at); everything else in the file is preserved
-// (key order included). Written to a temporary file and renamed.
-// Errors: kNotFound, kCorruptData (not JSON), kIo.
+// Reads PLAN_DIR/plan.json as a PlanDocument (plan/plan_document.h), sets its
+// "tuned" object (the knobs, cpu_budget, images_per_second and informative
+// fields: memory_budget, batch_bytes, trials, profile_machine, tuned_at) and
+// writes it back (to a temporary file, renamed); everything else in the file
+// is preserved. Errors: kNotFound, kCorruptData (not a plan document), kIo.
 Status WriteTunedKnobs(const std::string& plan_dir, const TuneResult& result,
                        const std::string& profile_machine);
 

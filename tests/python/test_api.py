@@ -32,6 +32,24 @@ def test_load_and_metadata(eval_plan, dataset):
     assert len(eval_plan.spec_hash) > 8
     assert "x86-64-linux-sse41" in eval_plan.cpu_targets
     assert "fused" in eval_plan.report or len(eval_plan.report) > 0
+    assert eval_plan.placement_device == "cpu"
+
+
+def test_decode_step_and_memory_plan(eval_plan):
+    # decode_pushdown and memory_planning decided these at compile time.
+    assert eval_plan.decode_op == "decode_jpeg"
+    assert eval_plan.decode_params == {"color": "rgb"}
+    assert eval_plan.decode_pushdown == {"roi": True, "dct_scaling": True}  # one chain, resize
+    memory = eval_plan.memory
+    assert memory["batch_size"] == 8
+    image, label = memory["fields"]
+    assert (image["field"], image["dtype"], image["sample_shape"]) == ("image", "float32", (3, 32, 32))
+    assert image["bytes_per_sample"] == 3 * 32 * 32 * 4
+    assert image["offset"] == 0
+    assert (label["field"], label["dtype"], label["bytes_per_sample"]) == ("label", "int64", 8)
+    assert label["offset"] == 8 * 3 * 32 * 32 * 4
+    assert memory["batch_bytes"] == 8 * 3 * 32 * 32 * 4 + 64
+    assert memory["staged_batch_bytes"] == memory["batch_bytes"]
 
 
 def test_iterate_one_epoch(eval_plan):

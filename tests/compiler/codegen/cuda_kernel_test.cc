@@ -17,6 +17,7 @@
 #include <random>
 
 #include "ops/fusion/sample_args.h"
+#include "runtime/plan/plan_internal.h"
 #include "tests/compiler/codegen/kernel_fixture.h"
 
 namespace sluice {

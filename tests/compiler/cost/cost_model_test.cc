@@ -8,8 +8,8 @@
 #include <string>
 
 #include "compiler/ir/ir.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "compiler/ir/ir.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
 
@@ -52,7 +52,9 @@ const char* kTrain =
 TEST(FusionPasses, PipelineOrder) {
   ASSERT_NE(FindPass("geometry_composition"), nullptr);
   ASSERT_NE(FindPass("pointwise_fusion"), nullptr);
-  EXPECT_EQ(PassNames(), "type_inference, geometry_composition, pointwise_fusion, placement");
+  EXPECT_EQ(PassNames(),
+            "type_inference, geometry_composition, pointwise_fusion, decode_pushdown, placement, "
+            "memory_planning");
 }
 
 TEST(FusionPasses, ImagenetTrainGeometryThenPointwise) {

@@ -8,8 +8,8 @@
 
 #include "common/hardware_profile.h"
 #include "compiler/ir/ir.h"
+#include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
-#include "compiler/plan/fused_chains.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
 
@@ -73,9 +73,8 @@ Graph Place(const std::string& steps, std::optional<HardwareProfile> profile,
   Spec spec = ParseSpecText(text, "t.yaml", diags);
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   Graph graph = BuildGraph(spec);
-  graph.profile = std::move(profile);
-  graph.cpu_budget_override = cpu_budget_override;
-  Status status = RunPasses(graph, diags);
+  PassContext context{diags, profile ? &*profile : nullptr, cpu_budget_override};
+  Status status = RunPasses(graph, context);
   EXPECT_TRUE(status) << status.error().ToString();
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   EXPECT_TRUE(graph.placement.ran);
@@ -93,11 +92,16 @@ const PlacementAlternative& Chosen(const Graph& graph) {
   return graph.placement.alternatives.at(graph.placement.chosen);
 }
 
+// Placement follows the fusion passes and decode_pushdown (which decides on
+// the fused groups, not their devices); memory_planning, which lays out the GPU
+// staging placement chose, is the only pass after it.
 TEST(Placement, RunsAfterPointwiseFusion) {
   const std::vector<Pass>& passes = PassPipeline();
-  ASSERT_GE(passes.size(), 2u);
-  EXPECT_EQ(passes.back().name, "placement");
-  EXPECT_EQ(passes[passes.size() - 2].name, "pointwise_fusion");
+  ASSERT_GE(passes.size(), 4u);
+  EXPECT_EQ(passes.back().name, "memory_planning");
+  EXPECT_EQ(passes[passes.size() - 2].name, "placement");
+  EXPECT_EQ(passes[passes.size() - 3].name, "decode_pushdown");
+  EXPECT_EQ(passes[passes.size() - 4].name, "pointwise_fusion");
 }
 
 TEST(Placement, NoProfileKeepsEverythingOnTheCpu) {

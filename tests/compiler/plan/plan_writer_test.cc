@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "compiler/driver/compile_spec.h"
 #include "compiler/ir/ir.h"
 #include "compiler/passes/pass.h"
 #include "compiler/spec/diagnostics.h"
@@ -32,13 +33,9 @@ std::string ReadFile(const std::string& path) {
 Graph CompileExample(const std::string& name, std::string* text) {
   const std::string path = std::string(SLUICE_SOURCE_DIR) + "/examples/" + name;
   *text = ReadFile(path);
-  Diagnostics diags;
-  Spec spec = ParseSpecText(*text, name, diags);
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  Graph graph = BuildGraph(spec);
-  EXPECT_TRUE(RunPasses(graph, diags));
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  return graph;
+  auto graph = CheckedGraph(*text, name);  // the compile driver
+  EXPECT_TRUE(graph.has_value()) << graph.error().ToString();
+  return graph ? std::move(*graph) : Graph{};
 }
 
 KernelRecord FakeKernels() {
@@ -203,6 +200,9 @@ TEST(PlanWriter, ReportStatesGroupsPushdownAndCostModel) {
       << report;
 }
 
+// The profile CompilePlaced placed with (the plan writer states its prediction).
+HardwareProfile g_placed_profile;
+
 // The train example placed with a fast GPU and one core (see placement_test.cc).
 Graph CompilePlaced(std::string* text, int cpu_budget, double gpu_gelem_per_s = 300) {
   const std::string path = std::string(SLUICE_SOURCE_DIR) + "/examples/imagenet_train.yaml";
@@ -220,9 +220,9 @@ Graph CompilePlaced(std::string* text, int cpu_budget, double gpu_gelem_per_s = 
   p.gpu = HardwareProfile::Gpu{.name = "g", .device = 0, .h2d_pinned_gbps = 24,
                                .h2d_pageable_gbps = 9, .pointwise_gelem_per_s = gpu_gelem_per_s,
                                .launch_s = 10e-6};
-  graph.profile = p;
-  graph.cpu_budget_override = cpu_budget;
-  EXPECT_TRUE(RunPasses(graph, diags));
+  g_placed_profile = p;
+  PassContext context{diags, &g_placed_profile, cpu_budget};
+  EXPECT_TRUE(RunPasses(graph, context));
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   return graph;
 }
@@ -233,7 +233,7 @@ TEST(PlanWriter, SplitGroupRecordsTheGpuPartAndThePrediction) {
   KernelRecord k = FakeKernels();
   k.artifact.kernels[0].cpu_part_symbol = "sluice_chain_0_cpu_part";
   k.artifact.kernels[0].gpu_batch_symbol = "sluice_chain_0_gpu_batch";
-  json plan = PlanJson(graph, text, k);
+  json plan = PlanJson(graph, text, k, &g_placed_profile);
   EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
   const json& g = plan["fusion_groups"][0];
   EXPECT_EQ(g["gpu_from"], 2);
@@ -257,7 +257,7 @@ TEST(PlanWriter, SplitGroupRecordsTheGpuPartAndThePrediction) {
   EXPECT_EQ(pl["alternatives"][1]["gpu_from"], json({2}));
   EXPECT_EQ(pl["predicted"]["images_per_second"], pl["alternatives"][1]["images_per_second"]);
 
-  std::string report = PlanReport(graph, k);
+  std::string report = PlanReport(graph, k, &g_placed_profile);
   EXPECT_NE(report.find("placement: cuda:0; output.device is auto: normalize, layout, cast on gpu"),
             std::string::npos)
       << report;
@@ -277,7 +277,7 @@ TEST(PlanWriter, SplitWithoutCudaKernelsRunsOnTheCpuAndSaysSo) {
   k.artifact.cuda_target.clear();
   k.artifact.cuda_note = "Halide has no CUDA";
   k.artifact.kernels[0].cuda_symbol.clear();
-  json plan = PlanJson(graph, text, k);
+  json plan = PlanJson(graph, text, k, &g_placed_profile);
   EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
   EXPECT_EQ(plan["placement"]["device"], "cpu");
   EXPECT_NE(plan["placement"]["reason"].get<std::string>().find(
@@ -291,7 +291,7 @@ TEST(PlanWriter, SplitWithoutCudaKernelsRunsOnTheCpuAndSaysSo) {
   EXPECT_EQ(plan["placement"]["predicted"]["h2d_bytes_per_sample"], 0.0);
   EXPECT_EQ(plan["placement"]["predicted"]["images_per_second"],
             plan["placement"]["alternatives"][0]["images_per_second"]);
-  std::string report = PlanReport(graph, k);
+  std::string report = PlanReport(graph, k, &g_placed_profile);
   EXPECT_NE(report.find("placement: every stage on cpu;"), std::string::npos) << report;
 }
 
@@ -299,7 +299,7 @@ TEST(PlanWriter, CpuPlacementWithProfileConformsAndPredicts) {
   std::string text;
   // Many cores and a GPU busy with training: the CPU alone is faster.
   Graph graph = CompilePlaced(&text, 64, 0.45);
-  json plan = PlanJson(graph, text, FakeKernels());
+  json plan = PlanJson(graph, text, FakeKernels(), &g_placed_profile);
   EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));
   EXPECT_EQ(plan["placement"]["cpu_budget"], 64);
   EXPECT_EQ(plan["placement"]["predicted"]["limit"], "cpu");
@@ -331,13 +331,9 @@ TEST(PlanFormat, HashIsFnv1a64) {
 }
 
 Graph CompileText(const std::string& text) {
-  Diagnostics diags;
-  Spec spec = ParseSpecText(text, "t.yaml", diags);
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  Graph graph = BuildGraph(spec);
-  EXPECT_TRUE(RunPasses(graph, diags));
-  EXPECT_FALSE(diags.has_errors()) << diags.Render();
-  return graph;
+  auto graph = CheckedGraph(text, "t.yaml");  // the compile driver
+  EXPECT_TRUE(graph.has_value()) << graph.error().ToString();
+  return graph ? std::move(*graph) : Graph{};
 }
 
 std::string SpecWith(const std::string& steps,

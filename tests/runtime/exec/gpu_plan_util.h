@@ -22,6 +22,7 @@
 
 #include "compiler/codegen/codegen.h"
 #include "ops/fusion/plan_format.h"
+#include "runtime/plan/plan_internal.h"
 #include "sluice/plan.h"
 
 namespace sluice::testing_gpu {

@@ -21,6 +21,7 @@
 #include "ops/fusion/plan_format.h"
 #include "runtime/device/cuda_driver.h"
 #include "runtime/kernels/kernel_library.h"
+#include "runtime/plan/plan_internal.h"
 #include "tests/runtime/loader/loader_test_util.h"
 #ifndef SLUICE_TESTS_NO_COMPILER
 #include "compiler/codegen/codegen.h"

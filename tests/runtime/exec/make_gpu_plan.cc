@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "compiler/plan/compile_spec.h"
+#include "compiler/driver/compile_spec.h"
 #include "tests/runtime/exec/gpu_plan_util.h"
 
 int main(int argc, char** argv) {

@@ -17,6 +17,7 @@
 #include "ops/fusion/sample_args.h"
 #include "runtime/decode/jpeg_decoder.h"
 #include "runtime/kernels/kernel_library.h"
+#include "runtime/plan/plan_internal.h"
 #include "tests/runtime/loader/loader_test_util.h"
 
 namespace sluice {

@@ -14,6 +14,7 @@
 
 #include "ops/fusion/sample_args.h"
 #include "runtime/decode/jpeg_decoder.h"
+#include "runtime/plan/plan_internal.h"
 #include "tests/runtime/loader/loader_test_util.h"
 
 namespace sluice {

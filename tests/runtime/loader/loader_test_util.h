@@ -23,7 +23,7 @@
 
 #ifndef SLUICE_TESTS_NO_COMPILER
 #include "compiler/codegen/codegen.h"
-#include "compiler/plan/compile_spec.h"
+#include "compiler/driver/compile_spec.h"
 #endif
 #include "sluice/sluice.h"
 

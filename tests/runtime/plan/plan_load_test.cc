@@ -12,12 +12,12 @@
 #include <string>
 
 #include "compiler/codegen/codegen.h"
+#include "compiler/driver/compilation_internal.h"
 #include "compiler/ir/ir.h"
-#include "compiler/plan/compile_spec.h"
-#include "compiler/plan/fused_chains.h"
-#include "compiler/plan/plan_writer.h"
+#include "compiler/passes/fused_chains.h"
 #include "ops/fusion/plan_format.h"
 #include "runtime/kernels/kernel_library.h"
+#include "runtime/plan/plan_internal.h"
 #include "sluice/plan.h"
 #include "tests/runtime/loader/loader_test_util.h"
 
@@ -45,11 +45,17 @@ class CompiledPlanSuite : public testing::Test {
                                                      "_" + std::to_string(::getpid())));
     fs::remove_all(*dir_);
     const std::string text = SpecSource::Text();
-    auto graph = CheckedGraph(text, SpecSource::Name() + ".yaml");
-    ASSERT_TRUE(graph) << graph.error().ToString();
-    graph_ = new Graph(std::move(*graph));
-    compiled_ = new Status(
-        CompilePlan(*graph_, text, Plan().string(), testing_loader::TestCodegenOptions()));
+    // Through the compile driver, as the CLI does.
+    CompileOptions options;
+    options.spec_text = text;
+    options.spec_name = SpecSource::Name() + ".yaml";
+    options.codegen.cpu_targets = testing_loader::TestCodegenOptions().cpu_targets;
+    options.codegen.cuda = false;
+    auto compilation = Compile(options);
+    ASSERT_TRUE(compilation) << compilation.error().ToString();
+    ASSERT_FALSE(compilation->has_errors()) << compilation->diagnostics();
+    compiled_ = new Status(compilation->WritePlan(Plan().string()));
+    graph_ = new Graph(std::move(compilation->impl().graph));
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);

@@ -1,12 +1,11 @@
-// The kernel probes of `sluice profile` (compiler/plan/profile_probes.h).
-#include "compiler/plan/profile_probes.h"
+// The kernel probes of `sluice profile` (compiler/driver/profile_probes.h).
+#include "compiler/driver/profile_probes.h"
 
 #include <stdlib.h>
 
 #include <filesystem>
 
-#include "compiler/codegen/codegen.h"
-#include "compiler/plan/compile_spec.h"
+#include "sluice/compiler.h"
 
 namespace sluice {
 
@@ -40,14 +39,14 @@ std::string ProfileProbeSpec(bool pointwise) {
 }
 
 Result<std::unique_ptr<ProfilePlans>> CompileProfilePlans(const std::string& simd) {
-  CodegenOptions options;
-  options.cuda = false;
+  CodegenSettings codegen;
+  codegen.cuda = false;
   if (simd == "sse41") {
-    options.cpu_targets = {"x86-64-linux-sse41"};
+    codegen.cpu_targets = {"x86-64-linux-sse41"};
   } else if (simd == "avx2") {
-    options.cpu_targets = {"x86-64-linux-avx-avx2-f16c-fma-sse41"};
+    codegen.cpu_targets = {"x86-64-linux-avx-avx2-f16c-fma-sse41"};
   } else if (simd == "avx512") {
-    options.cpu_targets = {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"};
+    codegen.cpu_targets = {"x86-64-linux-avx-avx2-avx512-avx512_skylake-f16c-fma-sse41"};
   } else {
     return MakeError(ErrorCode::kInvalidArgument, "unknown SIMD level `" + simd + "`",
                      "use sse41, avx2 or avx512");
@@ -61,10 +60,19 @@ Result<std::unique_ptr<ProfilePlans>> CompileProfilePlans(const std::string& sim
   plans->dir = tmpl;
   plans->resample_plan = tmpl + "/resample.plan";
   plans->pointwise_plan = tmpl + "/pointwise.plan";
-  SLUICE_RETURN_IF_ERROR(
-      CompileSpecText(ProfileProbeSpec(false), "<profile probe>", plans->resample_plan, options));
-  SLUICE_RETURN_IF_ERROR(
-      CompileSpecText(ProfileProbeSpec(true), "<profile probe>", plans->pointwise_plan, options));
+  // Both probes through the compile driver.
+  auto compile = [&](bool pointwise, const std::string& out) -> Status {
+    CompileOptions options;
+    options.spec_text = ProfileProbeSpec(pointwise);
+    options.spec_name = "<profile probe>";
+    options.codegen = codegen;
+    auto compilation = Compile(options);
+    if (!compilation) return std::unexpected(compilation.error());
+    if (compilation->has_errors()) return std::unexpected(compilation->diagnostics_error());
+    return compilation->WritePlan(out);
+  };
+  SLUICE_RETURN_IF_ERROR(compile(false, plans->resample_plan));
+  SLUICE_RETURN_IF_ERROR(compile(true, plans->pointwise_plan));
   return plans;
 }
 

@@ -1,5 +1,5 @@
 // FusedChains from fusion groups (see fused_chains.h).
-#include "compiler/plan/fused_chains.h"
+#include "compiler/passes/fused_chains.h"
 
 #include <algorithm>
 #include <cstring>

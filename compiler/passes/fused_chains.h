@@ -1,4 +1,6 @@
-// FusedChains from the fusion groups of a graph after the fusion passes.
+// FusedChains from the fusion groups of a graph after the fusion passes (a view
+// of the IR that passes, the cost model, the plan writer and the driver share;
+// it lives with the passes so that no pass reaches up into compiler/plan).
 //
 // A fusion group (the nodes with Node::fusion_group == g, in node order) reads
 // the output of a decode and ends at a node whose output is static; its

@@ -1,0 +1,134 @@
+// The compile driver (include/sluice/compiler.h): spec text or file, spec
+// errors as diagnostics, stop_after, the profile and CPU budget reaching the
+// passes through their context, and writing the plan.
+#include "sluice/compiler.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "compiler/driver/compilation_internal.h"
+
+namespace sluice {
+namespace {
+
+const char* kSpec =
+    "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n"
+    "  - decode_jpeg: {in: jpg, out: image}\n"
+    "  - random_resized_crop: {size: [32, 32]}\n"
+    "  - normalize: {mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25], scale: 255}\n"
+    "batch: {size: 4, fields: {image: image, label: cls}}\n";
+
+CompileOptions TextOptions(const std::string& text) {
+  CompileOptions o;
+  o.spec_text = text;
+  o.spec_name = "t.yaml";
+  return o;
+}
+
+TEST(CompileDriver, CompilesTextThroughEveryPass) {
+  auto c = Compile(TextOptions(kSpec));
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_FALSE(c->has_errors());
+  EXPECT_EQ(c->diagnostics(), "");
+  EXPECT_EQ(c->name(), "t");
+  EXPECT_EQ(c->node_count(), 5);
+  EXPECT_EQ(c->fusion_group_count(), 1);
+  EXPECT_EQ(c->stopped_after(), "");
+  EXPECT_EQ(c->batch_summary(), "image: float32[4,32,32,3] HWC, label: int64[4]");
+  const std::string ir = c->ir_text();
+  EXPECT_NE(ir.find("roi=yes, dct_scaling=opt-in"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("memory: batch buffer"), std::string::npos) << ir;
+  EXPECT_TRUE(c->impl().graph.placement.ran);
+  EXPECT_TRUE(c->impl().graph.memory.planned);
+}
+
+TEST(CompileDriver, SpecErrorsAreDiagnosticsNotErrors) {
+  std::string bad = kSpec;
+  bad.replace(bad.find("random_resized_crop"), 19, "random_resize_crop");
+  auto c = Compile(TextOptions(bad));
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  ASSERT_TRUE(c->has_errors());
+  EXPECT_NE(c->diagnostics().find("t.yaml:6:"), std::string::npos) << c->diagnostics();
+  EXPECT_NE(c->diagnostics().find("random_resized_crop"), std::string::npos);
+  Error e = c->diagnostics_error();
+  EXPECT_EQ(e.code, ErrorCode::kInvalidSpec);
+  EXPECT_EQ(e.mark.line, 6);
+  EXPECT_EQ(c->ir_text(), "");
+  Status written = c->WritePlan((std::filesystem::temp_directory_path() / "never.plan").string());
+  ASSERT_FALSE(written.has_value());
+  EXPECT_EQ(written.error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST(CompileDriver, StopAfterAndParseOnly) {
+  CompileOptions o = TextOptions(kSpec);
+  o.stop_after = "decode_pushdown";
+  auto c = Compile(o);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->stopped_after(), "decode_pushdown");
+  EXPECT_NE(c->ir_text().find("pushdown: %image:"), std::string::npos) << c->ir_text();
+  EXPECT_FALSE(c->impl().graph.placement.ran);
+  EXPECT_FALSE(c->impl().graph.memory.planned);
+  EXPECT_FALSE(c->WritePlan("unused.plan").has_value());
+
+  o.stop_after = "no_such_pass";
+  auto unknown = Compile(o);
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(unknown.error().hint.find("memory_planning"), std::string::npos);
+
+  CompileOptions parse = TextOptions(kSpec);
+  parse.parse_only = true;
+  auto p = Compile(parse);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->impl().spec.name, "t");
+  EXPECT_EQ(p->ir_text(), "");
+}
+
+TEST(CompileDriver, OptionsNeedExactlyOneSpec) {
+  CompileOptions neither;
+  EXPECT_FALSE(Compile(neither).has_value());
+  CompileOptions both = TextOptions(kSpec);
+  both.spec_path = "x.yaml";
+  EXPECT_FALSE(Compile(both).has_value());
+}
+
+TEST(CompileDriver, SpecFileAndUnreadableFile) {
+  auto dir = std::filesystem::temp_directory_path() / "sluice_driver_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "s.yaml").string();
+  std::ofstream(path) << kSpec;
+  CompileOptions o;
+  o.spec_path = path;
+  auto c = Compile(o);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_FALSE(c->has_errors()) << c->diagnostics();
+  EXPECT_EQ(c->impl().spec_text, kSpec);
+  EXPECT_NE(c->ir_text().find("(spec: " + path + ")"), std::string::npos);
+
+  o.spec_path = (dir / "missing.yaml").string();
+  auto missing = Compile(o);
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_TRUE(missing->has_errors());
+  EXPECT_NE(missing->diagnostics().find("cannot read"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CompileDriver, ProfileAndBudgetReachPlacement) {
+  CompileOptions o = TextOptions(kSpec);
+  o.profile_path = "/nonexistent/hw.yaml";
+  auto missing = Compile(o);
+  ASSERT_FALSE(missing.has_value());  // the profile's load error
+
+  o.profile_path.clear();
+  o.cpu_budget = 3;
+  auto c = Compile(o);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->impl().graph.placement.cpu_budget, 3);
+  EXPECT_EQ(c->impl().graph.placement.cpu_budget_from, "--cpu-budget");
+}
+
+}  // namespace
+}  // namespace sluice
