@@ -28,9 +28,6 @@ double Pixels(const TensorType& type) {
   return static_cast<double>(type.dims[h]) * static_cast<double>(type.dims[w]);
 }
 
-// The GPU-eligibility predicate (the one CheckGpuSplit uses too).
-bool GpuBatchOp(const OpDef* op) { return op != nullptr && op->gpu_batch; }
-
 int64_t BatchSize(const Graph& graph) {
   for (const Node& node : graph.nodes) {
     if (node.op == nullptr || node.op->op_class != OpClass::kBatch) continue;
@@ -107,36 +104,6 @@ DecodeRegion ExpectedDecodeRegion(const FusedChain& chain, double width, double 
   region.effective_fraction =
       kJpegEntropyShare * region.rows_fraction + (1 - kJpegEntropyShare) * region.area_fraction;
   return region;
-}
-
-std::vector<TensorType> ChainStepTypes(const FusedChain& chain) {
-  std::vector<TensorType> types;
-  TensorType current = chain.input;
-  for (const ChainStep& step : chain.steps) {
-    if (step.op == nullptr || !step.op->infer) return {};
-    auto out = step.op->infer(std::span<const TensorType>(&current, 1), step.params);
-    if (!out || out->size() != 1) return {};
-    current = (*out)[0];
-    types.push_back(current);
-  }
-  return types;
-}
-
-std::vector<int> GpuSplitPoints(const FusedChain& chain) {
-  std::vector<int> splits;
-  const std::vector<TensorType> types = ChainStepTypes(chain);
-  const int n = static_cast<int>(chain.steps.size());
-  if (static_cast<int>(types.size()) != n) return splits;
-  for (int k = 1; k < n; ++k) {
-    bool tail_ok = true;
-    for (int i = k; i < n; ++i) tail_ok = tail_ok && GpuBatchOp(chain.steps[i].op);
-    const TensorType& staging = types[k - 1];
-    if (tail_ok && staging.dtype == DType::kUInt8 && staging.layout == Layout::kHWC &&
-        staging.is_static()) {
-      splits.push_back(k);
-    }
-  }
-  return splits;
 }
 
 GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int gpu_from,
@@ -298,6 +265,19 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
   }
   if (!std::isfinite(p.images_per_second)) p.images_per_second = 0;  // nothing measured
   return p;
+}
+
+PlacementPredictor CostModelPredictor(const HardwareProfile& profile) {
+  return [&profile](const Graph& graph, const std::vector<int>& gpu_from, int cpu_budget) {
+    const CostPrediction c = PredictCost(profile, graph, gpu_from, cpu_budget);
+    PlacementPrediction p;
+    p.images_per_second = c.images_per_second;
+    p.cpu_s_per_sample = c.cpu_s;
+    p.gpu_s_per_sample = c.gpu_s;
+    p.h2d_bytes_per_sample = c.h2d_bytes;
+    p.limit = c.limit;
+    return p;
+  };
 }
 
 std::string DescribePrediction(const CostPrediction& p) {

@@ -32,6 +32,12 @@
 // W x H (and the file size) is the profile's storage.mean_width/mean_height
 // (mean_file_bytes) when measured, else ImageNet's 500 x 375 (110 kB).
 //
+// The split points placement weighs (GpuSplitPoints) and the per-step types
+// (ChainStepTypes) are facts of the fusion groups, not of the model: they live
+// in compiler/passes/fused_chains.h. The model reaches the placement pass only
+// through PassContext::predict (CostModelPredictor below, set by the driver),
+// so no pass includes this header.
+//
 // Thread safety: pure functions over their arguments.
 #pragma once
 
@@ -40,6 +46,7 @@
 
 #include "common/hardware_profile.h"
 #include "compiler/ir/ir.h"
+#include "compiler/passes/pass.h"
 #include "ops/fusion/fused_chain.h"
 #include "sluice/result.h"
 
@@ -90,17 +97,6 @@ struct DecodeRegion {
   double effective_fraction = 1;
 };
 DecodeRegion ExpectedDecodeRegion(const FusedChain& chain, double width, double height);
-
-// Types of every step's output in `chain` (inferred from chain.input through
-// the ops' type rules); empty when inference fails.
-std::vector<TensorType> ChainStepTypes(const FusedChain& chain);
-
-// The valid GPU splits of a chain, ascending: every k with 0 < k < steps such
-// that steps [k, end) are all ops whose entry has OpDef::gpu_batch
-// (deterministic pointwise ops with a batch-wide GPU lowering: grayscale,
-// normalize, layout, cast) and step k-1 writes a
-// static uint8 HWC image (the staging tensor that crosses the bus).
-std::vector<int> GpuSplitPoints(const FusedChain& chain);
 
 // Cost of one fusion group at one split (gpu_from = -1: all on the CPU).
 struct GroupCost {
@@ -153,6 +149,11 @@ struct CostPrediction {
 // user forces a GPU device, and its reason says so.
 CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
                            const std::vector<int>& gpu_from, int cpu_budget);
+
+// The placement pass's predictor for `profile` (PassContext::predict):
+// PredictCost's images/s, CPU and GPU seconds, bus bytes and limit. The
+// returned function refers to `profile`, which must outlive it.
+PlacementPredictor CostModelPredictor(const HardwareProfile& profile);
 
 // "1234 images/s (cpu-bound: 2 cores x 1.62 ms/sample; gpu 0 ms, bus 0 B)" for reports.
 std::string DescribePrediction(const CostPrediction& prediction);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "compiler/codegen/codegen.h"
+#include "compiler/cost/cost_model.h"
 #include "compiler/driver/compilation_internal.h"
 #include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
@@ -171,6 +172,7 @@ Result<Compilation> Compile(const CompileOptions& options) {
     c.profile = std::move(*profile);
   }
   PassContext context{c.diags, c.profile ? &*c.profile : nullptr, options.cpu_budget};
+  if (c.profile) context.predict = CostModelPredictor(*c.profile);  // placement's predictions
   Status passes = RunPasses(c.graph, context, options.stop_after);
   if (c.diags.has_errors()) {  // the spec's errors first, as the user can fix them
     c.graph = Graph{};

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "compiler/passes/fusion_util.h"
 
@@ -44,6 +45,39 @@ std::vector<FusedChain> BuildFusedChains(const Graph& graph) {
   const int groups = CountFusionGroups(graph);
   for (int g = 0; g < groups; ++g) chains.push_back(ChainForGroup(graph, g));
   return chains;
+}
+
+std::vector<TensorType> ChainStepTypes(const FusedChain& chain) {
+  std::vector<TensorType> types;
+  TensorType current = chain.input;
+  for (const ChainStep& step : chain.steps) {
+    if (step.op == nullptr || !step.op->infer) return {};
+    auto out = step.op->infer(std::span<const TensorType>(&current, 1), step.params);
+    if (!out || out->size() != 1) return {};
+    current = (*out)[0];
+    types.push_back(current);
+  }
+  return types;
+}
+
+std::vector<int> GpuSplitPoints(const FusedChain& chain) {
+  std::vector<int> splits;
+  const std::vector<TensorType> types = ChainStepTypes(chain);
+  const int n = static_cast<int>(chain.steps.size());
+  if (static_cast<int>(types.size()) != n) return splits;
+  for (int k = 1; k < n; ++k) {
+    bool tail_ok = true;
+    for (int i = k; i < n; ++i) {
+      const OpDef* op = chain.steps[i].op;  // the GPU-eligibility predicate
+      tail_ok = tail_ok && op != nullptr && op->gpu_batch;
+    }
+    const TensorType& staging = types[k - 1];
+    if (tail_ok && staging.dtype == DType::kUInt8 && staging.layout == Layout::kHWC &&
+        staging.is_static()) {
+      splits.push_back(k);
+    }
+  }
+  return splits;
 }
 
 std::string BatchFieldOf(const Graph& graph, ValueId id) {

@@ -1,6 +1,8 @@
 // FusedChains from the fusion groups of a graph after the fusion passes (a view
 // of the IR that passes, the cost model, the plan writer and the driver share;
-// it lives with the passes so that no pass reaches up into compiler/plan).
+// it lives with the passes so that no pass reaches up into compiler/plan or
+// compiler/cost), and the facts about a chain that placement needs
+// (ChainStepTypes, GpuSplitPoints).
 //
 // A fusion group (the nodes with Node::fusion_group == g, in node order) reads
 // the output of a decode and ends at a node whose output is static; its
@@ -31,6 +33,18 @@ int CountFusionGroups(const Graph& graph);
 FusedChain ChainForGroup(const Graph& graph, int group);
 // One chain per group, in group order.
 std::vector<FusedChain> BuildFusedChains(const Graph& graph);
+
+// Types of every step's output in `chain` (inferred from chain.input through
+// the ops' type rules); empty when inference fails.
+std::vector<TensorType> ChainStepTypes(const FusedChain& chain);
+
+// The valid GPU splits of a chain, ascending: every k with 0 < k < steps such
+// that steps [k, end) are all ops whose entry has OpDef::gpu_batch
+// (deterministic pointwise ops with a batch-wide GPU lowering: grayscale,
+// normalize, layout, cast; the predicate codegen's CheckGpuSplit uses too) and
+// step k-1 writes a static uint8 HWC image (the staging tensor that crosses
+// the bus). The placement pass weighs these; the cost model prices them.
+std::vector<int> GpuSplitPoints(const FusedChain& chain);
 
 // A batch field that no fusion group writes, computed per sample by running
 // the registry's reference implementations step by step (ReferenceChain in

@@ -7,6 +7,7 @@
 // Diagnostics with the node's source mark and keeps going.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,35 @@
 
 namespace sluice {
 
+// The predicted loader throughput of one placement (PlacementAlternative's
+// numbers).
+struct PlacementPrediction {
+  double images_per_second = 0;
+  double cpu_s_per_sample = 0;  // CPU seconds per sample (one core)
+  double gpu_s_per_sample = 0;
+  double h2d_bytes_per_sample = 0;
+  std::string limit;  // "cpu", "gpu" or "bus"
+};
+// Predicts `graph` (typed, fused) with fusion group g split at gpu_from[g]
+// (-1: all on the CPU) for a CPU budget of `cpu_budget` cores (>= 1).
+using PlacementPredictor = std::function<PlacementPrediction(
+    const Graph& graph, const std::vector<int>& gpu_from, int cpu_budget)>;
+
 // What the driver hands every pass besides the graph.
 struct PassContext {
   Diagnostics& diags;
-  // The hardware profile (`--profile`; null: no prediction, everything stays
-  // on the CPU under output.device auto). Outlives the pass run.
+  // The hardware profile (`--profile`) the predictor below was made from.
+  // Outlives the pass run. Placement reads it (cores, GPU, machine name) only
+  // together with `predict`: a profile without a predictor counts as none.
   const HardwareProfile* profile = nullptr;
   // A CPU budget in cores that overrides output.cpu_budget (`--cpu-budget`;
   // -1: none).
   int cpu_budget_override = -1;
+  // The throughput predictor for `profile` (the driver sets the cost model's,
+  // compiler/cost/cost_model.h CostModelPredictor; passes never include the
+  // cost model). Empty: no prediction, and under output.device auto
+  // everything stays on the CPU.
+  PlacementPredictor predict;
 };
 
 struct Pass {
@@ -50,9 +71,9 @@ Status RunPasses(Graph& graph, PassContext& context, const std::string& stop_aft
 Status RunPasses(Graph& graph, Diagnostics& diags, const std::string& stop_after = {});
 
 // The individual passes (one file each).
-void InferTypes(Graph& graph, Diagnostics& diags);       // type_inference.cc
-void ComposeGeometry(Graph& graph, Diagnostics& diags);  // geometry_composition.cc
-void FusePointwise(Graph& graph, Diagnostics& diags);    // pointwise_fusion.cc
+void InferTypes(Graph& graph, Diagnostics& diags);        // type_inference.cc
+void ComposeGeometry(Graph& graph, Diagnostics& diags);   // geometry_composition.cc
+void FusePointwise(Graph& graph, Diagnostics& diags);     // pointwise_fusion.cc
 void DecidePushdown(Graph& graph, PassContext& context);  // decode_pushdown.cc
 void PlaceStages(Graph& graph, PassContext& context);     // placement.cc
 void PlanMemory(Graph& graph, PassContext& context);      // memory_planning.cc

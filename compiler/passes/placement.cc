@@ -9,14 +9,17 @@
 // Why: a GPU can take the deterministic pointwise tail of a chain (grayscale,
 // normalize, layout, cast), so the CPU writes a uint8 HWC image instead of
 // float16/float32 (a half or a quarter of the bytes over the bus, and no
-// per-element work on the CPU). Whether that pays depends on the machine: the
-// cost model (compiler/cost/cost_model.h) predicts the loader's throughput for
-// each alternative from the hardware profile and the CPU budget.
+// per-element work on the CPU). Whether that pays depends on the machine:
+// PassContext::predict (the driver sets the cost model's, see
+// compiler/cost/cost_model.h; this pass does not include it) predicts the
+// loader's throughput for each alternative from the hardware profile and the
+// CPU budget. Without a predictor the profile counts as absent.
 //
 // A split at step k of a group is valid when steps [k, end) are ops whose
 // registry entry has OpDef::gpu_batch (deterministic pointwise ops with a
 // batch-wide GPU lowering; the same predicate codegen's CheckGpuSplit uses)
-// and step k-1 writes a static uint8 HWC image (GpuSplitPoints).
+// and step k-1 writes a static uint8 HWC image (GpuSplitPoints,
+// compiler/passes/fused_chains.h).
 // Decisions by output.device:
 //   cpu          everything on the CPU.
 //   auto         without a profile, or with a profile without a GPU: everything
@@ -36,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/cost/cost_model.h"
 #include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
 #include "compiler/passes/pass.h"
@@ -112,7 +114,8 @@ void PlaceStages(Graph& graph, PassContext& context) {
       " — after a static uint8 HWC image can; random ops and the resample ops have per-sample "
       "arguments or geometry)";
 
-  const HardwareProfile* profile = context.profile;
+  // The profile counts only with a predictor (see PassContext).
+  const HardwareProfile* profile = context.predict ? context.profile : nullptr;
   if (context.cpu_budget_override > 0) {
     d.cpu_budget = context.cpu_budget_override;
     d.cpu_budget_from = "--cpu-budget";
@@ -129,12 +132,12 @@ void PlaceStages(Graph& graph, PassContext& context) {
     a.name = AlternativeName(chains, split);
     a.gpu_from = split;
     if (profile != nullptr) {
-      CostPrediction p = PredictCost(*profile, graph, split, d.cpu_budget);
+      PlacementPrediction p = context.predict(graph, split, d.cpu_budget);
       a.predicted = true;
       a.images_per_second = p.images_per_second;
-      a.cpu_s_per_sample = p.cpu_s;
-      a.gpu_s_per_sample = p.gpu_s;
-      a.h2d_bytes_per_sample = p.h2d_bytes;
+      a.cpu_s_per_sample = p.cpu_s_per_sample;
+      a.gpu_s_per_sample = p.gpu_s_per_sample;
+      a.h2d_bytes_per_sample = p.h2d_bytes_per_sample;
       a.limit = p.limit;
     }
     d.alternatives.push_back(std::move(a));

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "common/hardware_profile.h"
+#include "compiler/cost/cost_model.h"
 #include "compiler/driver/compilation_internal.h"
 
 namespace sluice {
@@ -128,6 +130,49 @@ TEST(CompileDriver, ProfileAndBudgetReachPlacement) {
   ASSERT_TRUE(c.has_value()) << c.error().ToString();
   EXPECT_EQ(c->impl().graph.placement.cpu_budget, 3);
   EXPECT_EQ(c->impl().graph.placement.cpu_budget_from, "--cpu-budget");
+}
+
+// The driver hands placement the cost model's predictions for the profile
+// (PassContext::predict): every alternative weighed is predicted, with the
+// numbers PredictCost gives for that split.
+TEST(CompileDriver, ProfileGivesPlacementTheCostModelsPredictions) {
+  HardwareProfile p;
+  p.machine = "synthetic";
+  p.cpu.cores = 2;
+  p.cpu.decode_mpix_per_s = 100;
+  p.cpu.decode_fixed_s = 50e-6;
+  p.cpu.resample_ns_per_px = 5;
+  p.cpu.pointwise_ns_per_elem = 0.5;
+  p.cpu.memory_bandwidth_gbps = 10;
+  p.gpu = HardwareProfile::Gpu{.name = "g",
+                               .device = 0,
+                               .h2d_pinned_gbps = 24,
+                               .h2d_pageable_gbps = 9,
+                               .pointwise_gelem_per_s = 300,
+                               .launch_s = 10e-6};
+  const std::string path = testing::TempDir() + "/compile_driver_hw.yaml";
+  ASSERT_TRUE(SaveHardwareProfile(p, path));
+  auto loaded = LoadHardwareProfile(path);
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().ToString();
+
+  CompileOptions o = TextOptions(kSpec);
+  o.profile_path = path;
+  auto c = Compile(o);
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  const PlacementDecision& d = c->impl().graph.placement;
+  EXPECT_EQ(d.cpu_budget_from, "profile cores");
+  ASSERT_EQ(d.alternatives.size(), 2u);  // all on cpu, normalize on gpu
+  for (const PlacementAlternative& a : d.alternatives) {
+    ASSERT_TRUE(a.predicted) << a.name;
+    const CostPrediction want = PredictCost(*loaded, c->impl().graph, a.gpu_from, d.cpu_budget);
+    EXPECT_GT(a.images_per_second, 0) << a.name;
+    EXPECT_DOUBLE_EQ(a.images_per_second, want.images_per_second) << a.name;
+    EXPECT_DOUBLE_EQ(a.cpu_s_per_sample, want.cpu_s) << a.name;
+    EXPECT_DOUBLE_EQ(a.gpu_s_per_sample, want.gpu_s) << a.name;
+    EXPECT_DOUBLE_EQ(a.h2d_bytes_per_sample, want.h2d_bytes) << a.name;
+    EXPECT_EQ(a.limit, want.limit) << a.name;
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

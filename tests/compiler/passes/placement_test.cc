@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
+#include "compiler/cost/cost_model.h"
 #include "compiler/ir/ir.h"
 #include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
@@ -74,6 +75,7 @@ Graph Place(const std::string& steps, std::optional<HardwareProfile> profile,
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   Graph graph = BuildGraph(spec);
   PassContext context{diags, profile ? &*profile : nullptr, cpu_budget_override};
+  if (profile) context.predict = CostModelPredictor(*profile);
   Status status = RunPasses(graph, context);
   EXPECT_TRUE(status) << status.error().ToString();
   EXPECT_FALSE(diags.has_errors()) << diags.Render();

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "compiler/cost/cost_model.h"
 #include "compiler/passes/pass.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
@@ -21,6 +22,7 @@ Graph RunAll(const std::string& graph_steps, const std::string& fields,
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   Graph graph = BuildGraph(spec);
   PassContext context{diags, profile};
+  if (profile != nullptr) context.predict = CostModelPredictor(*profile);
   Status status = RunPasses(graph, context);
   EXPECT_TRUE(status) << status.error().ToString();
   EXPECT_FALSE(diags.has_errors()) << diags.Render();

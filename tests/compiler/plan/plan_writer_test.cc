@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "compiler/cost/cost_model.h"
 #include "compiler/driver/compile_spec.h"
 #include "compiler/ir/ir.h"
 #include "compiler/passes/pass.h"
@@ -222,6 +223,7 @@ Graph CompilePlaced(std::string* text, int cpu_budget, double gpu_gelem_per_s = 
                                .launch_s = 10e-6};
   g_placed_profile = p;
   PassContext context{diags, &g_placed_profile, cpu_budget};
+  context.predict = CostModelPredictor(g_placed_profile);
   EXPECT_TRUE(RunPasses(graph, context));
   EXPECT_FALSE(diags.has_errors()) << diags.Render();
   return graph;
