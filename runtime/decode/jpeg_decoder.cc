@@ -282,4 +282,33 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
   return region;
 }
 
+// ---- JpegDecoder: the decode_jpeg op ----------------------------------------
+
+Result<JpegDecoder::Options> JpegDecoder::ParseOptions(const ParamList& params) {
+  Options o;
+  auto color = DecoderEnumParam(params, "decode_jpeg", "color", "rgb", {"rgb", "gray"});
+  if (!color) return std::unexpected(color.error());
+  o.color = *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
+  return o;
+}
+
+Result<std::unique_ptr<Decoder>> JpegDecoder::Create(const ParamList& params) {
+  auto options = ParseOptions(params);
+  if (!options) return std::unexpected(options.error());
+  return std::unique_ptr<Decoder>(new JpegDecoder(*options));
+}
+
+Result<ImageHeader> JpegDecoder::ReadHeader(std::span<const uint8_t> data) const {
+  auto info = ReadJpegHeader(data);
+  if (!info) return std::unexpected(info.error());
+  return ImageHeader{info->width, info->height, options_.color == OutputColor::kGray ? 1 : 3};
+}
+
+Result<DecodedRegion> JpegDecoder::Decode(std::span<const uint8_t> data,
+                                          const DecodeRequest& request, ImageBuffer& out) const {
+  DecodeRequest r = request;
+  r.color = options_.color;
+  return DecodeJpeg(data, r, out);
+}
+
 }  // namespace sluice::runtime
