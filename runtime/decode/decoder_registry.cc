@@ -9,7 +9,9 @@
 #include <string>
 
 #include "runtime/decode/decoder.h"
+#include "runtime/decode/image_decoder.h"
 #include "runtime/decode/jpeg_decoder.h"
+#include "runtime/decode/png_decoder.h"
 
 namespace sluice::runtime {
 namespace {
@@ -21,6 +23,8 @@ struct DecoderEntry {
 
 constexpr auto kDecoders = std::to_array<DecoderEntry>({
     {"decode_jpeg", &JpegDecoder::Create},
+    {"decode_png", &PngDecoder::Create},
+    {"decode_image", &ImageDecoder::Create},
 });
 
 std::string JoinNames() {
