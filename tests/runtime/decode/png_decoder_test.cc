@@ -199,20 +199,27 @@ TEST(PngDecoderTest, EveryTruncationAndByteFlipFailsCleanly) {
   // single-byte change decodes or is kCorruptData. (The one exception to
   // "every prefix": libspng does not read IEND's own CRC, the last 4 bytes,
   // so a file cut there still decodes; PIL accepts even less of an IEND.)
-  const std::vector<uint8_t> good = ReadFixture("png/interlaced_rgb8.png");
-  ImageBuffer out;
-  for (size_t n = 0; n + 4 < good.size(); ++n) {
-    auto r =
-        DecodePng(std::span<const uint8_t>(good.data(), n), {OutputColor::kRGB, true}, {}, out);
-    ASSERT_FALSE(r) << n;
-    EXPECT_EQ(r.error().code, ErrorCode::kCorruptData) << n;
-  }
-  for (size_t i = 0; i < good.size(); ++i) {
-    std::vector<uint8_t> bad = good;
-    bad[i] ^= 0xA5;
-    auto r = DecodePng(bad, {OutputColor::kGray, false}, {}, out);
-    if (!r) {
-      EXPECT_EQ(r.error().code, ErrorCode::kCorruptData) << i;
+  for (const char* name : {"interlaced_rgb8", "palette4_trns", "gray1", "gray_alpha16"}) {
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> good = ReadFixture(std::string("png/") + name + ".png");
+    ASSERT_FALSE(good.empty());
+    ImageBuffer out;
+    for (size_t n = 0; n + 4 < good.size(); ++n) {
+      auto r =
+          DecodePng(std::span<const uint8_t>(good.data(), n), {OutputColor::kRGB, true}, {}, out);
+      ASSERT_FALSE(r) << n;
+      EXPECT_EQ(r.error().code, ErrorCode::kCorruptData) << n;
+    }
+    for (size_t i = 0; i < good.size(); ++i) {
+      std::vector<uint8_t> bad = good;
+      bad[i] ^= 0xA5;
+      for (const PngOptions& o :
+           {PngOptions{OutputColor::kGray, false}, PngOptions{OutputColor::kRGB, true}}) {
+        auto r = DecodePng(bad, o, {}, out);
+        if (!r) {
+          EXPECT_EQ(r.error().code, ErrorCode::kCorruptData) << i;
+        }
+      }
     }
   }
 }
