@@ -268,7 +268,9 @@ void RegisterDecodeOps(std::vector<OpDef>& ops) {
       .name = "decode_jpeg",
       .op_class = OpClass::kDecode,
       .doc = "Decodes a JPEG file's bytes into a uint8 HWC image; corrupt data is a per-sample "
-             "error handled by output.on_error.",
+             "error handled by output.on_error. The EXIF orientation tag is ignored unless "
+             "`orientation: exif` is set, so by default results match torchvision's ImageFolder "
+             "(PIL's Image.open does not apply it either).",
       .params = {ColorParam("grayscale and CMYK JPEGs"), OrientationParam("")},
       .infer = InferDecode("decode_jpeg"),
       .reference = DecodeJpegReference,
