@@ -7,10 +7,10 @@ be equal, JPEG pixels within one step (the same libjpeg-turbo decodes both;
 ours may decode only the crop's region). One more chain resizes, so the
 loader's DCT-scaled decode runs through the orientation too.
 
-These need the loader to dispatch the plan's decode op (MakeDecoder). Only
-`alpha: drop` runs end to end here: plans reject chains whose input has 2 or
-4 channels (runtime/plan), so `alpha: keep` is covered by the decoder unit
-tests (tests/runtime/decode) only."""
+They run through the loader's dispatch of the plan's decode op (MakeDecoder).
+Only `alpha: drop` runs end to end here: plans reject chains whose input has
+2 or 4 channels (runtime/plan), so `alpha: keep` is covered by the decoder
+unit tests (tests/runtime/decode) only."""
 
 import os
 
