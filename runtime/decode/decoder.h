@@ -128,4 +128,15 @@ Result<std::string> DecoderEnumParam(const ParamList& params, std::string_view o
                                      const std::string& name, std::string_view fallback,
                                      std::initializer_list<std::string_view> choices);
 
+// The decode ops' shared `color` param (rgb | gray, default rgb).
+Result<OutputColor> DecoderColorParam(const ParamList& params, std::string_view op);
+
+// For decoder factories: a D built from D::ParseOptions(op, params).
+template <typename D>
+Result<std::unique_ptr<Decoder>> CreateDecoder(std::string_view op, const ParamList& params) {
+  auto options = D::ParseOptions(op, params);
+  if (!options) return std::unexpected(options.error());
+  return std::unique_ptr<Decoder>(new D(*options));
+}
+
 }  // namespace sluice::runtime

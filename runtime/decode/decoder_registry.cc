@@ -68,4 +68,10 @@ Result<std::string> DecoderEnumParam(const ParamList& params, std::string_view o
                                                     v->ToString() + ", expected " + allowed);
 }
 
+Result<OutputColor> DecoderColorParam(const ParamList& params, std::string_view op) {
+  auto color = DecoderEnumParam(params, op, "color", "rgb", {"rgb", "gray"});
+  if (!color) return std::unexpected(color.error());
+  return *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
+}
+
 }  // namespace sluice::runtime

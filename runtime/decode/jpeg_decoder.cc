@@ -289,20 +289,15 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
 
 Result<JpegDecoder::Options> JpegDecoder::ParseOptions(std::string_view op,
                                                        const ParamList& params) {
-  Options o;
-  auto color = DecoderEnumParam(params, op, "color", "rgb", {"rgb", "gray"});
+  auto color = DecoderColorParam(params, op);
   if (!color) return std::unexpected(color.error());
   auto orientation = DecoderEnumParam(params, op, "orientation", "ignore", {"ignore", "exif"});
   if (!orientation) return std::unexpected(orientation.error());
-  o.color = *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
-  o.exif_orientation = *orientation == "exif";
-  return o;
+  return Options{.color = *color, .exif_orientation = *orientation == "exif"};
 }
 
 Result<std::unique_ptr<Decoder>> JpegDecoder::Create(const ParamList& params) {
-  auto options = ParseOptions("decode_jpeg", params);
-  if (!options) return std::unexpected(options.error());
-  return std::unique_ptr<Decoder>(new JpegDecoder(*options));
+  return CreateDecoder<JpegDecoder>("decode_jpeg", params);
 }
 
 Result<ImageHeader> JpegDecoder::ReadHeader(std::span<const uint8_t> data) const {

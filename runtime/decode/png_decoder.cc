@@ -147,20 +147,15 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
 // ---- PngDecoder: the decode_png op -------------------------------------------
 
 Result<PngOptions> PngDecoder::ParseOptions(std::string_view op, const ParamList& params) {
-  PngOptions o;
-  auto color = DecoderEnumParam(params, op, "color", "rgb", {"rgb", "gray"});
+  auto color = DecoderColorParam(params, op);
   if (!color) return std::unexpected(color.error());
   auto alpha = DecoderEnumParam(params, op, "alpha", "drop", {"drop", "keep"});
   if (!alpha) return std::unexpected(alpha.error());
-  o.color = *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
-  o.keep_alpha = *alpha == "keep";
-  return o;
+  return PngOptions{.color = *color, .keep_alpha = *alpha == "keep"};
 }
 
 Result<std::unique_ptr<Decoder>> PngDecoder::Create(const ParamList& params) {
-  auto options = ParseOptions("decode_png", params);
-  if (!options) return std::unexpected(options.error());
-  return std::unique_ptr<Decoder>(new PngDecoder(*options));
+  return CreateDecoder<PngDecoder>("decode_png", params);
 }
 
 Result<ImageHeader> PngDecoder::ReadHeader(std::span<const uint8_t> data) const {

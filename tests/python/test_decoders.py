@@ -21,44 +21,31 @@ import sluice
 from conftest import FAST_TARGETS, dataset_files
 
 CROP = 32
-
-MIXED_SPEC = """\
-sluice: 1
-name: py_mixed_decode
-source: {format: image_folder, path: "${DATA}"}
-sampling: {order: shuffle, seed: 5, remainder: drop}
-graph:
-  - decode_image: {in: jpg, out: image, color: rgb, alpha: drop}
-  - center_crop: {size: [%d, %d]}
-batch: {size: 4, fields: {image: image, label: cls}}
-output: {device: cpu, prefetch: 2, on_error: {policy: fail}}
-""" % (CROP, CROP)
-
 RESIZE = 16
-EXIF_RESIZE_SPEC = """\
-sluice: 1
-name: py_exif_resize
-source: {format: image_folder, path: "${DATA}"}
-sampling: {order: shuffle, seed: 9, remainder: drop}
-graph:
-  - decode_jpeg: {in: jpg, out: image, color: rgb, orientation: exif}
-  - resize: {size: %d, interpolation: bilinear, antialias: true}
-  - center_crop: {size: [%d, %d]}
-batch: {size: 4, fields: {image: image, label: cls}}
-output: {device: cpu, prefetch: 2, on_error: {policy: fail}}
-""" % (RESIZE, RESIZE, RESIZE)
 
-EXIF_SPEC = """\
-sluice: 1
-name: py_exif
-source: {format: image_folder, path: "${DATA}"}
-sampling: {order: shuffle, seed: 7, remainder: drop}
-graph:
-  - decode_jpeg: {in: jpg, out: image, color: rgb, orientation: exif}
-  - center_crop: {size: [%d, %d]}
-batch: {size: 4, fields: {image: image, label: cls}}
-output: {device: cpu, prefetch: 2, on_error: {policy: fail}}
-""" % (CROP, CROP)
+
+def spec(name, seed, steps):
+    """A spec over image_folder ${DATA} batching `image` (uint8) by 4."""
+    return ("sluice: 1\nname: %s\nsource: {format: image_folder, path: \"${DATA}\"}\n"
+            "sampling: {order: shuffle, seed: %d, remainder: drop}\ngraph:\n" % (name, seed) +
+            "".join("  - %s\n" % s for s in steps) +
+            "batch: {size: 4, fields: {image: image, label: cls}}\n"
+            "output: {device: cpu, prefetch: 2, on_error: {policy: fail}}\n")
+
+
+MIXED_SPEC = spec("py_mixed_decode", 5, [
+    "decode_image: {in: jpg, out: image, color: rgb, alpha: drop}",
+    "center_crop: {size: [%d, %d]}" % (CROP, CROP),
+])
+EXIF_SPEC = spec("py_exif", 7, [
+    "decode_jpeg: {in: jpg, out: image, color: rgb, orientation: exif}",
+    "center_crop: {size: [%d, %d]}" % (CROP, CROP),
+])
+EXIF_RESIZE_SPEC = spec("py_exif_resize", 9, [
+    "decode_jpeg: {in: jpg, out: image, color: rgb, orientation: exif}",
+    "resize: {size: %d, interpolation: bilinear, antialias: true}" % RESIZE,
+    "center_crop: {size: [%d, %d]}" % (RESIZE, RESIZE),
+])
 
 
 def picture(w, h, seed):
