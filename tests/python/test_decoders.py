@@ -67,6 +67,12 @@ def center_crop(a, size):
     return a[top:top + size, left:left + size]
 
 
+def compile_and_load(tmp_root, name, spec_text, data):
+    out = os.path.join(tmp_root, name + ".plan")
+    sluice.compile(spec_text, out, cpu_targets=FAST_TARGETS, cuda=False)
+    return sluice.load(out, vars={"DATA": data})
+
+
 def collect(plan, n, shape, **knobs):
     out = np.zeros((n,) + shape, np.uint8)
     seen = np.zeros(n, bool)
@@ -116,9 +122,7 @@ def mixed_folder(tmp_root):
 def test_decode_image_mixed_folder_matches_pil(tmp_root, mixed_folder):
     from PIL import Image
 
-    out = os.path.join(tmp_root, "mixed.plan")
-    sluice.compile(MIXED_SPEC, out, cpu_targets=FAST_TARGETS, cuda=False)
-    plan = sluice.load(out, vars={"DATA": mixed_folder})
+    plan = compile_and_load(tmp_root, "mixed", MIXED_SPEC, mixed_folder)
     files = dataset_files(mixed_folder)
     assert len(files) == 16
     ours = collect(plan, len(files), (CROP, CROP, 3))
@@ -151,9 +155,7 @@ def exif_folder(tmp_root):
 def test_decode_jpeg_exif_orientation_matches_pil(tmp_root, exif_folder):
     from PIL import Image, ImageOps
 
-    out = os.path.join(tmp_root, "exif.plan")
-    sluice.compile(EXIF_SPEC, out, cpu_targets=FAST_TARGETS, cuda=False)
-    plan = sluice.load(out, vars={"DATA": exif_folder})
+    plan = compile_and_load(tmp_root, "exif", EXIF_SPEC, exif_folder)
     files = dataset_files(exif_folder)
     ours = collect(plan, len(files), (CROP, CROP, 3))
     for idx, f in enumerate(files):
@@ -174,9 +176,7 @@ def test_exif_orientation_with_resize_and_dct_scaling(tmp_root, exif_folder):
     exif_transpose + resize (antialiased bilinear) + centre crop."""
     from PIL import Image, ImageOps
 
-    out = os.path.join(tmp_root, "exif_resize.plan")
-    sluice.compile(EXIF_RESIZE_SPEC, out, cpu_targets=FAST_TARGETS, cuda=False)
-    plan = sluice.load(out, vars={"DATA": exif_folder})
+    plan = compile_and_load(tmp_root, "exif_resize", EXIF_RESIZE_SPEC, exif_folder)
     files = dataset_files(exif_folder)
 
     def pil(img):
