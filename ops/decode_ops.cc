@@ -18,7 +18,8 @@
 // (PIL's "L" conversion, (19595 R + 38470 G + 7471 B + 32768) >> 16) for
 // color: gray and drops or keeps alpha; the runtime decoder
 // (runtime/decode/png_decoder.h) takes libspng's 8-bit paths instead, so the
-// two cross-check. decode_image dispatches on the file's magic bytes.
+// two cross-check; `orientation: exif` reads the eXIf chunk's tag. decode_image
+// dispatches on the file's magic bytes.
 #include <spng.h>
 #include <turbojpeg.h>
 
@@ -209,6 +210,10 @@ Result<RefTensor> DecodePngReference(const RefTensor& in, const ParamList& param
     }
     if (keep) dst[c - 1] = a;
   }
+  if (P(params, "orientation").AsString() == "exif") {
+    const int o = PngExifOrientation(in.bytes);
+    if (o != 1) out = Orient(out, o);
+  }
   return out;
 }
 
@@ -282,7 +287,8 @@ void RegisterDecodeOps(std::vector<OpDef>& ops) {
              "a uint8 HWC image; 16-bit samples keep their high byte. Always decodes the whole "
              "image (no region-of-interest or DCT-scaled pushdown). Corrupt data (bad CRC, "
              "truncated, garbage) is a per-sample error handled by output.on_error.",
-      .params = {ColorParam("gray and palette PNGs"), AlphaParam("")},
+      .params = {ColorParam("gray and palette PNGs"), AlphaParam(""),
+                 OrientationParam(" (of the eXIf chunk)")},
       .infer = InferDecode("decode_png"),
       .reference = DecodePngReference,
   });
@@ -294,7 +300,7 @@ void RegisterDecodeOps(std::vector<OpDef>& ops) {
              "formats are a per-sample error handled by output.on_error.",
       .params = {ColorParam("gray, palette and CMYK images"),
                  AlphaParam("; JPEGs get an opaque alpha channel"),
-                 OrientationParam(" (JPEG files only)")},
+                 OrientationParam(" (a JPEG's Exif segment or a PNG's eXIf chunk)")},
       .infer = InferDecode("decode_image"),
       .reference = DecodeImageReference,
   });

@@ -82,4 +82,20 @@ int JpegExifOrientation(std::span<const uint8_t> jpeg) {
   return 1;
 }
 
+int PngExifOrientation(std::span<const uint8_t> png) {
+  static constexpr uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (png.size() < 8 || std::memcmp(png.data(), kSignature, 8) != 0) return 1;
+  size_t pos = 8;
+  while (png.size() - pos >= 12) {  // length, type, (data), CRC
+    const size_t length = size_t{png[pos]} << 24 | size_t{png[pos + 1]} << 16 |
+                          size_t{png[pos + 2]} << 8 | png[pos + 3];
+    if (length > png.size() - pos - 12) return 1;
+    const uint8_t* type = png.data() + pos + 4;
+    if (std::memcmp(type, "eXIf", 4) == 0) return TiffOrientation(png.subspan(pos + 8, length));
+    if (std::memcmp(type, "IEND", 4) == 0) return 1;
+    pos += 12 + length;
+  }
+  return 1;
+}
+
 }  // namespace sluice

@@ -23,6 +23,11 @@ namespace sluice {
 // first scan (the segment PIL reads); 1 when absent or unreadable.
 int JpegExifOrientation(std::span<const uint8_t> jpeg);
 
+// The orientation (1..8) in a PNG's first eXIf chunk, wherever it stands
+// (PIL reads one after the image data too); 1 when absent or unreadable.
+// Walks the chunk headers only; CRCs are not checked here.
+int PngExifOrientation(std::span<const uint8_t> png);
+
 // The orientation tag of a TIFF structure (byte-order mark, IFD0), as found
 // after "Exif\0\0" in APP1 or in a PNG eXIf chunk; 1 when absent or unreadable.
 int TiffOrientation(std::span<const uint8_t> tiff);

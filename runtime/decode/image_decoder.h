@@ -1,10 +1,10 @@
 // The `decode_image` op: JPEG or PNG, chosen per file by its magic bytes, so a
 // folder mixing both just works.
 //
-// Params: color (rgb | gray) for both formats; alpha (drop | keep) for PNG
+// Params: color (rgb | gray) and orientation (ignore | exif: the JPEG's APP1
+// Exif or the PNG's eXIf tag) for both formats; alpha (drop | keep) for PNG
 // (with keep, a JPEG gets an opaque alpha channel so every sample has the same
-// channel count); orientation (ignore | exif) for JPEG (PNG files are never
-// turned).
+// channel count).
 //
 // Caps are those of the JPEG path (region of interest, DCT scaling): the
 // loader plans pushdown as for decode_jpeg. A PNG decode ignores the crop and

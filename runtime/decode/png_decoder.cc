@@ -4,6 +4,9 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
+
+#include "runtime/decode/orientation.h"
 
 namespace sluice::runtime {
 namespace {
@@ -83,15 +86,18 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
   auto ctx = Open(data, ihdr);
   if (!ctx) return std::unexpected(ctx.error());
   const int w = static_cast<int>(ihdr.width), h = static_cast<int>(ihdr.height);
-  PixelRect c{0, 0, w, h};
+  const int orientation = options.exif_orientation ? PngExifOrientation(data) : 1;
+  // The output's size: turned by orientations 5..8.
+  const int ow = SwapsAxes(orientation) ? h : w, oh = SwapsAxes(orientation) ? w : h;
+  PixelRect c{0, 0, ow, oh};
   if (crop) {
     c = *crop;
-    if (c.width <= 0 || c.height <= 0 || c.x < 0 || c.y < 0 || int64_t{c.x} + c.width > w ||
-        int64_t{c.y} + c.height > h) {
+    if (c.width <= 0 || c.height <= 0 || c.x < 0 || c.y < 0 || int64_t{c.x} + c.width > ow ||
+        int64_t{c.y} + c.height > oh) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "PNG decode: crop (x=" + std::to_string(c.x) + " y=" + std::to_string(c.y) +
                            " w=" + std::to_string(c.width) + " h=" + std::to_string(c.height) +
-                           ") is not inside the " + std::to_string(w) + "x" + std::to_string(h) +
+                           ") is not inside the " + std::to_string(ow) + "x" + std::to_string(oh) +
                            " image");
     }
   }
@@ -130,12 +136,18 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
     ToLumaInPlace(out.data(), static_cast<size_t>(w) * h, keep);
     out.Reset(w, h, keep ? 2 : 1);  // smaller: keeps the converted bytes
   }
+  if (orientation != 1) {
+    thread_local ImageBuffer stored;  // per thread, reused
+    stored.Reset(w, h, out.channels());
+    std::memcpy(stored.data(), out.data(), out.size_bytes());
+    ApplyOrientation(orientation, stored, out);
+  }
 
   DecodedRegion region;
   region.scale_denom = 1;
-  region.scaled_width = w;
-  region.scaled_height = h;
-  region.decoded = PixelRect{0, 0, w, h};
+  region.scaled_width = ow;
+  region.scaled_height = oh;
+  region.decoded = PixelRect{0, 0, ow, oh};
   region.crop_x = c.x;
   region.crop_y = c.y;
   region.crop_width = c.width;
@@ -151,7 +163,10 @@ Result<PngOptions> PngDecoder::ParseOptions(std::string_view op, const ParamList
   if (!color) return std::unexpected(color.error());
   auto alpha = DecoderEnumParam(params, op, "alpha", "drop", {"drop", "keep"});
   if (!alpha) return std::unexpected(alpha.error());
-  return PngOptions{.color = *color, .keep_alpha = *alpha == "keep"};
+  auto orientation = DecoderEnumParam(params, op, "orientation", "ignore", {"ignore", "exif"});
+  if (!orientation) return std::unexpected(orientation.error());
+  return PngOptions{
+      .color = *color, .keep_alpha = *alpha == "keep", .exif_orientation = *orientation == "exif"};
 }
 
 Result<std::unique_ptr<Decoder>> PngDecoder::Create(const ParamList& params) {
@@ -161,7 +176,11 @@ Result<std::unique_ptr<Decoder>> PngDecoder::Create(const ParamList& params) {
 Result<ImageHeader> PngDecoder::ReadHeader(std::span<const uint8_t> data) const {
   auto info = ReadPngHeader(data);
   if (!info) return std::unexpected(info.error());
-  return ImageHeader{info->width, info->height, options_.channels()};
+  ImageHeader header{info->width, info->height, options_.channels()};
+  if (options_.exif_orientation && SwapsAxes(PngExifOrientation(data))) {
+    std::swap(header.width, header.height);
+  }
+  return header;
 }
 
 Result<DecodedRegion> PngDecoder::Decode(std::span<const uint8_t> data,

@@ -48,6 +48,7 @@ struct PngInfo {
 struct PngOptions {
   OutputColor color = OutputColor::kRGB;
   bool keep_alpha = false;
+  bool exif_orientation = false;  // orientation: exif (the eXIf chunk's tag)
   int channels() const { return (color == OutputColor::kGray ? 1 : 3) + (keep_alpha ? 1 : 0); }
 };
 
@@ -59,15 +60,18 @@ bool LooksLikePng(std::span<const uint8_t> data);
 Result<PngInfo> ReadPngHeader(std::span<const uint8_t> data);
 
 // Decodes the whole image into `out` (reused; grows only when needed) with
-// options.channels() channels. `crop`, when given, must lie inside the image
-// (else kInvalidArgument); it is only reported back (crop_x ..., crop_in_buffer)
-// since the buffer always holds the whole image (scale_denom 1, decoded =
-// {0, 0, width, height}). Errors: kCorruptData, kInvalidArgument.
+// options.channels() channels, turned by the eXIf orientation when
+// options.exif_orientation (as PIL's ImageOps.exif_transpose). `crop`, when
+// given, must lie inside the (oriented) image (else kInvalidArgument); it is
+// only reported back (crop_x ..., crop_in_buffer) since the buffer always holds
+// the whole image (scale_denom 1, decoded = {0, 0, width, height}). Errors:
+// kCorruptData, kInvalidArgument.
 Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions& options,
                                 const std::optional<PixelRect>& crop, ImageBuffer& out);
 
-// The `decode_png` op as a Decoder: params color (rgb | gray) and alpha
-// (drop | keep). Caps: none (whole-image decode; request.crop is only checked
+// The `decode_png` op as a Decoder: params color (rgb | gray), alpha
+// (drop | keep) and orientation (ignore | exif; ReadHeader then gives the
+// oriented size). Caps: none (whole-image decode; request.crop is only checked
 // and reported, min_width / min_height are ignored).
 class PngDecoder final : public Decoder {
  public:

@@ -144,6 +144,20 @@ TEST(DecodeJpegRefTest, ExifOrientationMatchesPil) {
   }
 }
 
+TEST(DecodePngRefTest, ExifOrientationMatchesPil) {
+  for (const char* op : {"decode_png", "decode_image"}) {
+    for (int n = 1; n <= 8; ++n) {
+      SCOPED_TRACE(std::string(op) + " orientation " + std::to_string(n));
+      const std::string stem = "exif/png" + std::to_string(n);
+      auto out = RunRef(op, ReadFixture(stem + ".png"),
+                        {{"orientation", ParamValue{std::string("exif")}}});
+      ASSERT_TRUE(out) << out.error().ToString();
+      EXPECT_EQ(out->type.ToString(), n >= 5 ? "uint8[20,12,3] HWC" : "uint8[12,20,3] HWC");
+      EXPECT_EQ(Bytes(*out), ReadFixture(stem + ".expected"));
+    }
+  }
+}
+
 TEST(DecodePngRefTest, MatchesPil) {
   const int w = 13, h = 9;
   for (const char* name : {"rgb8", "rgba8", "gray8", "gray_alpha8", "gray1", "gray_trns8",

@@ -8,6 +8,8 @@ orientation tag (0x0112) N; orientN.expected is what PIL shows for it,
 ImageOps.exif_transpose(Image.open(f)).convert("RGB"), as raw uint8 HWC:
 12 x 20 x 3 for N = 1..4, 20 x 12 x 3 (turned) for N = 5..8.
 stored.expected is the stored (not oriented) decode, the same for every file.
+pngN.png is the same picture as a PNG with an eXIf chunk holding tag N, and
+pngN.expected what exif_transpose shows for it.
 """
 import os
 
@@ -38,6 +40,12 @@ def main():
         want = (H, W) if n < 5 else (W, H)
         assert out.size == want[::-1], (n, out.size)
         with open(os.path.join(OUT, "orient%d.expected" % n), "wb") as f:
+            f.write(np.asarray(out, dtype=np.uint8).tobytes())
+        png = os.path.join(OUT, "png%d.png" % n)
+        src.save(png, exif=exif)
+        out = ImageOps.exif_transpose(Image.open(png)).convert("RGB")
+        assert out.size == want[::-1], (n, out.size)
+        with open(os.path.join(OUT, "png%d.expected" % n), "wb") as f:
             f.write(np.asarray(out, dtype=np.uint8).tobytes())
 
 

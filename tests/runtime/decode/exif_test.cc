@@ -55,6 +55,41 @@ TEST(ExifOrientationTest, MatchesPilExifTranspose) {
   }
 }
 
+// PNG: the eXIf chunk's tag, through decode_png and decode_image.
+TEST(ExifOrientationTest, PngMatchesPilExifTranspose) {
+  for (const char* op : {"decode_png", "decode_image"}) {
+    auto d = MakeDecoder(op, {{"orientation", ParamValue{std::string("exif")}}});
+    ASSERT_TRUE(d) << d.error().ToString();
+    for (int n = 1; n <= 8; ++n) {
+      SCOPED_TRACE(std::string(op) + " orientation " + std::to_string(n));
+      const std::string stem = "exif/png" + std::to_string(n);
+      const std::vector<uint8_t> png = ReadFixture(stem + ".png");
+      const std::vector<uint8_t> want = ReadFixture(stem + ".expected");
+      EXPECT_EQ(PngExifOrientation(png), n);
+      auto header = (*d)->ReadHeader(png);
+      ASSERT_TRUE(header) << header.error().ToString();
+      EXPECT_EQ(header->width, n >= 5 ? kH : kW);
+      DecodeRequest request;
+      request.crop = PixelRect{1, 2, header->width - 3, header->height - 4};
+      ImageBuffer out;
+      auto region = (*d)->Decode(png, request, out);
+      ASSERT_TRUE(region) << region.error().ToString();
+      ASSERT_EQ(out.width(), header->width);
+      ASSERT_EQ(out.height(), header->height);
+      EXPECT_EQ(region->decoded, (PixelRect{0, 0, header->width, header->height}));
+      EXPECT_EQ(region->crop_in_buffer, *request.crop);
+      ASSERT_EQ(out.size_bytes(), want.size());
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), out.data()));
+    }
+  }
+  // Ignored by default: the stored 20 x 12 image.
+  auto d = MakeDecoder("decode_png", {});
+  ASSERT_TRUE(d);
+  ImageBuffer out;
+  ASSERT_TRUE((*d)->Decode(ReadFixture("exif/png6.png"), {}, out));
+  EXPECT_EQ(out.width(), kW);
+}
+
 TEST(ExifOrientationTest, IgnoreIsTheStoredImage) {
   auto d = Make("ignore");
   ASSERT_TRUE(d);
@@ -139,6 +174,21 @@ TEST(ExifOrientationTest, BothByteOrdersAndBadValues) {
     std::vector<uint8_t> bad = jpeg;
     bad[i] ^= 0xFF;
     const int o = JpegExifOrientation(bad);
+    EXPECT_TRUE(o >= 1 && o <= 8) << i;
+  }
+}
+
+TEST(ExifOrientationTest, PngTagReaderSurvivesDamage) {
+  const std::vector<uint8_t> png = ReadFixture("exif/png7.png");
+  ASSERT_EQ(PngExifOrientation(png), 7);
+  for (size_t n = 0; n < png.size(); ++n) {
+    const int o = PngExifOrientation(std::span<const uint8_t>(png.data(), n));
+    EXPECT_TRUE(o == 1 || o == 7) << n;
+  }
+  for (size_t i = 0; i < png.size(); ++i) {
+    std::vector<uint8_t> bad = png;
+    bad[i] ^= 0xFF;
+    const int o = PngExifOrientation(bad);
     EXPECT_TRUE(o >= 1 && o <= 8) << i;
   }
 }
