@@ -68,28 +68,6 @@ exit status: 0 ok, 1 errors in the spec, 2 usage error or not implemented.
 )";
 }
 
-int UsageError(const std::string& message) {
-  std::cerr << "sluice: error: " << message << "\n"
-            << "run `sluice help` for usage\n";
-  return 2;
-}
-
-bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string& value,
-               std::string& error) {
-  const std::string& arg = args[i];
-  if (arg.size() > flag.size() && arg.starts_with(flag) && arg[flag.size()] == '=') {
-    value = arg.substr(flag.size() + 1);
-    return true;
-  }
-  if (arg != flag) return false;
-  if (i + 1 >= args.size()) {
-    error = "option " + flag + " needs a value";
-    return true;
-  }
-  value = args[++i];
-  return true;
-}
-
 int Passes(const Args& args);
 int Run(const Args& args);      // cli/run_command.cc
 int Profile(const Args& args);  // cli/profile_command.cc

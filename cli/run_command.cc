@@ -127,7 +127,7 @@ int Run(const Args& args) {
   const uint64_t per_epoch = loader->batches_per_epoch();
   const uint64_t total =
       batches > 0 ? static_cast<uint64_t>(batches) : per_epoch * static_cast<uint64_t>(epochs);
-  if (total == 0) {
+  if (per_epoch == 0 || total == 0) {  // --batches N over empty epochs would spin forever
     std::cerr << "sluice: error: the plan yields no batches (" << loader->dataset_size()
               << " samples, batch size " << loader->batch_size() << ")\n";
     return 1;

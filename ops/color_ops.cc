@@ -58,15 +58,22 @@ Status RefColorInput(std::string_view op, const RefTensor& in) {
 //   contrast:   v = fc * v + (1 - fc) * m, m = mean luma of the whole image (after brightness)
 //   saturation: v = fs * v + (1 - fs) * luma(pixel) (3-channel images only)
 // uint8 is rounded (half to even) once at the end; torchvision truncates after each step.
-Result<RefTensor> ColorJitterRef(const RefTensor& in, const ParamList& p, RefContext& ctx) {
-  SLUICE_RETURN_IF_ERROR(RefColorInput("color_jitter", in));
-  if (!ctx.rng) return MakeError(ErrorCode::kInternal, "color_jitter needs ctx.rng");
-  double factor[3];
+// The three factors (brightness, contrast, saturation) in draw order; used by
+// the reference and by the fused kernel's draw slots.
+std::array<double, 3> JitterFactors(const ParamList& p, SampleRng& rng) {
+  std::array<double, 3> factor;
   const char* names[3] = {"brightness", "contrast", "saturation"};
   for (int i = 0; i < 3; ++i) {
     const double v = P(p, names[i]).AsFloat();
-    factor[i] = ctx.rng->Uniform(std::max(0.0, 1.0 - v), 1.0 + v);
+    factor[i] = rng.Uniform(std::max(0.0, 1.0 - v), 1.0 + v);
   }
+  return factor;
+}
+
+Result<RefTensor> ColorJitterRef(const RefTensor& in, const ParamList& p, RefContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(RefColorInput("color_jitter", in));
+  if (!ctx.rng) return MakeError(ErrorCode::kInternal, "color_jitter needs ctx.rng");
+  const std::array<double, 3> factor = JitterFactors(p, *ctx.rng);
   const double bound = in.type.dtype == DType::kUInt8 ? 255.0 : 1.0;
   auto clamp = [bound](double v) { return std::clamp(v, 0.0, bound); };
   const int64_t h = in.height(), w = in.width(), c = in.channels();
@@ -145,6 +152,14 @@ void RegisterColorOps(std::vector<OpDef>& ops) {
         return std::vector<TensorType>{*in};
       },
       .reference = ColorJitterRef,
+      .fusion = FusionRole::kPointwise,
+      // Slots: brightness, contrast, saturation factors (compiler/codegen/lower/color_lower.cc).
+      .draw_slots = 3,
+      .draw =
+          [](const ParamList& p, SampleRng& rng, std::span<float> slots) {
+            const std::array<double, 3> f = JitterFactors(p, rng);
+            for (int i = 0; i < 3; ++i) slots[i] = static_cast<float>(f[i]);
+          },
   });
   ops.push_back(OpDef{
       .name = "grayscale",
@@ -177,6 +192,8 @@ void RegisterColorOps(std::vector<OpDef>& ops) {
         return std::vector<TensorType>{out};
       },
       .reference = GrayscaleRef,
+      .fusion = FusionRole::kPointwise,
+      .gpu_batch = true,
   });
 }
 

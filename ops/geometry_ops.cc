@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ops/families.h"
+#include "ops/fusion/geometry.h"
 #include "ops/random.h"
 #include "ops/reference/resample.h"
 
@@ -81,20 +82,26 @@ Result<RefTensor> ResizeRef(const RefTensor& in, const ParamList& p, RefContext&
                         P(p, "antialias").AsBool());
 }
 
-Result<RefTensor> CenterCropRef(const RefTensor& in, const ParamList& p, RefContext&) {
-  SLUICE_RETURN_IF_ERROR(RefInput("center_crop", in));
-  auto [ch, cw] = SizeHW(P(p, "size").AsIntList());
-  // torchvision: pad (left, top, right, bottom) = ((cw-w)//2, (ch-h)//2, (cw-w+1)//2,
-  // (ch-h+1)//2) where the crop is larger, then top = round((H - ch) / 2) with
-  // Python's half-to-even round. Both steps together are one crop whose
-  // out-of-image part is zeros.
-  const int64_t h = in.height(), w = in.width();
+// The (top, left) of center_crop's ch x cw window on an h x w image (negative
+// where the crop is larger than the image). torchvision: pad (left, top, right,
+// bottom) = ((cw-w)//2, (ch-h)//2, (cw-w+1)//2, (ch-h+1)//2) where the crop is
+// larger, then top = round((H - ch) / 2) with Python's half-to-even round. Both
+// steps together are one crop whose out-of-image part is zeros. Used by the
+// reference and by the fused composition.
+std::pair<int64_t, int64_t> CenterCropOrigin(int64_t h, int64_t w, int64_t ch, int64_t cw) {
   const int64_t pad_top = ch > h ? (ch - h) / 2 : 0, pad_left = cw > w ? (cw - w) / 2 : 0;
   const int64_t ph = h + pad_top + (ch > h ? (ch - h + 1) / 2 : 0);
   const int64_t pw = w + pad_left + (cw > w ? (cw - w + 1) / 2 : 0);
   const auto top = static_cast<int64_t>(std::nearbyint((ph - ch) / 2.0));
   const auto left = static_cast<int64_t>(std::nearbyint((pw - cw) / 2.0));
-  return ref::CropHWC(in, top - pad_top, left - pad_left, ch, cw);
+  return {top - pad_top, left - pad_left};
+}
+
+Result<RefTensor> CenterCropRef(const RefTensor& in, const ParamList& p, RefContext&) {
+  SLUICE_RETURN_IF_ERROR(RefInput("center_crop", in));
+  auto [ch, cw] = SizeHW(P(p, "size").AsIntList());
+  auto [top, left] = CenterCropOrigin(in.height(), in.width(), ch, cw);
+  return ref::CropHWC(in, top, left, ch, cw);
 }
 
 Result<RefTensor> CropRef(const RefTensor& in, const ParamList& p, RefContext&) {
@@ -166,6 +173,48 @@ Result<RefTensor> PadRef(const RefTensor& in, const ParamList& p, RefContext&) {
   return out;
 }
 
+// ---- fused composition (GeometryFusion::compose) ---------------------------
+// Each mirrors its reference implementation above on the composer's current
+// size, with the same draws in the same order.
+
+void ComposeResize(const ParamList& p, SampleRng*, GeometryComposer& g) {
+  const auto& size = P(p, "size").AsIntList();
+  auto [h, w] = size.size() == 1
+                    ? ref::ShorterSideSize(g.height(), g.width(), size[0], FindParam(p, "max_size"))
+                    : std::pair{size[0], size[1]};
+  g.Rescale(h, w, ref::ParseFilter(P(p, "interpolation").AsString()), P(p, "antialias").AsBool());
+}
+
+void ComposeCenterCrop(const ParamList& p, SampleRng*, GeometryComposer& g) {
+  auto [ch, cw] = SizeHW(P(p, "size").AsIntList());
+  auto [top, left] = CenterCropOrigin(g.height(), g.width(), ch, cw);
+  g.Crop(top, left, ch, cw);
+}
+
+void ComposeCrop(const ParamList& p, SampleRng*, GeometryComposer& g) {
+  g.Crop(P(p, "top").AsInt(), P(p, "left").AsInt(), P(p, "height").AsInt(), P(p, "width").AsInt());
+}
+
+void ComposeRandomResizedCrop(const ParamList& p, SampleRng* rng, GeometryComposer& g) {
+  const ref::CropBox box = ref::RandomResizedCropBox(
+      g.height(), g.width(), P(p, "scale").AsFloatList(), P(p, "ratio").AsFloatList(), *rng);
+  g.Crop(box.top, box.left, box.height, box.width);
+  auto [h, w] = SizeHW(P(p, "size").AsIntList());
+  g.Rescale(h, w, ref::ParseFilter(P(p, "interpolation").AsString()), P(p, "antialias").AsBool());
+}
+
+void ComposeRandomFlip(const ParamList& p, SampleRng* rng, GeometryComposer& g) {
+  const bool flip_x = rng->Bernoulli(P(p, "horizontal").AsFloat());
+  const bool flip_y = rng->Bernoulli(P(p, "vertical").AsFloat());
+  g.Flip(flip_x, flip_y);
+}
+
+void ComposePad(const ParamList& p, SampleRng*, GeometryComposer& g) {
+  const auto ltrb = PadLTRB(P(p, "padding").AsIntList());
+  g.Crop(-ltrb[1], -ltrb[0], g.height() + ltrb[1] + ltrb[3], g.width() + ltrb[0] + ltrb[2]);
+  g.SetFill(RoundToDType(static_cast<float>(P(p, "fill").AsFloat()), DType::kUInt8));
+}
+
 }  // namespace
 
 void RegisterGeometryOps(std::vector<OpDef>& ops) {
@@ -213,6 +262,8 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         return WithHW(*in, size[0], size[1]);
       },
       .reference = ResizeRef,
+      .fusion = FusionRole::kGeometry,
+      .geometry = {.compose = ComposeResize, .rescales = true},
   });
 
   // ---- center_crop ----------------------------------------------------------
@@ -230,6 +281,8 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         return WithHW(*in, h, w);
       },
       .reference = CenterCropRef,
+      .fusion = FusionRole::kGeometry,
+      .geometry = {.compose = ComposeCenterCrop, .crops = true, .zero_fill = true},
   });
 
   // ---- crop -----------------------------------------------------------------
@@ -268,6 +321,8 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         return WithHW(*in, P(p, "height").AsInt(), P(p, "width").AsInt());
       },
       .reference = CropRef,
+      .fusion = FusionRole::kGeometry,
+      .geometry = {.compose = ComposeCrop, .crops = true, .zero_fill = true},
   });
 
   // ---- random_resized_crop --------------------------------------------------
@@ -330,6 +385,8 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         return WithHW(*in, h, w);
       },
       .reference = RandomResizedCropRef,
+      .fusion = FusionRole::kGeometry,
+      .geometry = {.compose = ComposeRandomResizedCrop, .rescales = true, .crops = true},
   });
 
   // ---- random_flip ----------------------------------------------------------
@@ -361,6 +418,8 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
         return std::vector<TensorType>{*in};
       },
       .reference = RandomFlipRef,
+      .fusion = FusionRole::kGeometry,
+      .geometry = {.compose = ComposeRandomFlip},
   });
 
   // ---- pad ------------------------------------------------------------------
@@ -408,6 +467,16 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
                       w == kDynamic ? kDynamic : w + ltrb[0] + ltrb[2]);
       },
       .reference = PadRef,
+      .fusion = FusionRole::kGeometry,
+      .geometry = {.compose = ComposePad,
+                   .unfusable = [](const ParamList& p) -> std::string {
+                     const std::string& mode = P(p, "mode").AsString();
+                     if (mode == "constant") return "";
+                     return "`pad` with mode " + mode + " (only constant is fused)";
+                   },
+                   .fill = [](const ParamList& p) -> std::optional<double> {
+                     return P(p, "fill").AsFloat();
+                   }},
   });
 }
 

@@ -130,6 +130,8 @@ void RegisterPointwiseOps(std::vector<OpDef>& ops) {
           },
       .infer = InferNormalize,
       .reference = NormalizeRef,
+      .fusion = FusionRole::kPointwise,
+      .gpu_batch = true,
   });
   ops.push_back(OpDef{
       .name = "layout",
@@ -151,6 +153,8 @@ void RegisterPointwiseOps(std::vector<OpDef>& ops) {
         return std::vector<TensorType>{Image(in->dtype, to, h, w, c)};
       },
       .reference = LayoutRef,
+      .fusion = FusionRole::kPointwise,
+      .gpu_batch = true,
   });
   ops.push_back(OpDef{
       .name = "cast",
@@ -171,6 +175,8 @@ void RegisterPointwiseOps(std::vector<OpDef>& ops) {
         return std::vector<TensorType>{out};
       },
       .reference = CastRef,
+      .fusion = FusionRole::kPointwise,
+      .gpu_batch = true,
   });
 }
 

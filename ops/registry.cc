@@ -87,7 +87,14 @@ struct Registry {
     RegisterGeometryOps(defs);
     RegisterColorOps(defs);
     RegisterPointwiseOps(defs);
-    for (OpDef& op : defs) WrapWithDefaults(op);
+    for (OpDef& op : defs) {
+      WrapWithDefaults(op);
+      // Class defaults of the cost terms (see OpCost).
+      if (op.cost.resample_px == 0 && op.cost.pointwise_elem == 0) {
+        if (op.op_class == OpClass::kResample) op.cost.resample_px = 1;
+        if (op.op_class == OpClass::kPointwise) op.cost.pointwise_elem = 1;
+      }
+    }
     for (const OpDef& op : defs) by_name.push_back(&op);
     std::sort(by_name.begin(), by_name.end(),
               [](const OpDef* a, const OpDef* b) { return a->name < b->name; });

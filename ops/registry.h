@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@
 namespace sluice {
 
 class SampleRng;
+class GeometryComposer;  // ops/fusion/geometry.h
 
 enum class OpClass { kSource, kDecode, kResample, kPointwise, kBatch, kDevice };
 std::string_view OpClassName(OpClass op_class);
@@ -41,6 +43,40 @@ struct ParamIssue {
 struct RefContext {
   SampleRng* rng = nullptr;  // draws keyed by (seed, epoch, sample, op id); null for ops
                              // that are not random
+};
+
+// What an op is to the fusion passes and the code generator.
+//   kNone:      not fusable (sources, decoders, batch): runs outside fused kernels.
+//   kGeometry:  composes into the fused kernel's per-axis resample through its
+//               GeometryFusion hook (no Halide lowering of its own).
+//   kPointwise: a per-pixel op of the fused kernel's tail; its Halide lowering
+//               is registered in compiler/codegen/lower/ (one function per op).
+enum class FusionRole { kNone, kGeometry, kPointwise };
+
+// How a geometry op composes into a fused kernel (FusionRole::kGeometry).
+struct GeometryFusion {
+  // Applies one step to the composition: crops, pads, flips or the one
+  // rescale, reading the current size from `g`. `rng` is the step's generator
+  // (SampleRng(seed, epoch, sample, op_id)) for a random op, null otherwise;
+  // draws must be in the order of the op's reference implementation.
+  std::function<void(const ParamList&, SampleRng*, GeometryComposer& g)> compose;
+  bool rescales = false;   // changes the scale (resize): at most one per fused chain
+  bool crops = false;      // takes a sub-window of its input (a decoder's region of interest)
+  bool zero_fill = false;  // parts outside the image are zeros (crop, center_crop)
+  // Why this step cannot be fused ("" when it can), e.g. pad with mode edge.
+  std::function<std::string(const ParamList&)> unfusable;
+  // The constant value of the pixels this step adds, when it adds any (pad).
+  std::function<std::optional<double>(const ParamList&)> fill;
+};
+
+// Cost terms the cost model (compiler/cost/) charges per step of a fused
+// chain, in units of the hardware profile's rates. The registry fills class
+// defaults for an entry that leaves them at 0: a resample-class op costs one
+// resampled output pixel, a pointwise-class op one profiled pointwise op per
+// output element.
+struct OpCost {
+  double resample_px = 0;     // x resample_ns_per_px per output pixel (geometry ops)
+  double pointwise_elem = 0;  // x pointwise_ns_per_elem / kProfiledTailOps per output element
 };
 
 struct OpDef {
@@ -63,6 +99,20 @@ struct OpDef {
       infer;
   // Reference implementation (graph ops only): one input, one output.
   std::function<Result<RefTensor>(const RefTensor&, const ParamList&, RefContext&)> reference;
+
+  // ---- fusion, random draws, placement, cost --------------------------------
+  FusionRole fusion = FusionRole::kNone;
+  GeometryFusion geometry;  // kGeometry only
+  // A random pointwise op's per-sample draws: `draw_slots` float kernel
+  // arguments per step (each step of the op in a chain gets its own), filled by
+  // `draw` from the step's generator in the reference implementation's order.
+  // Random geometry ops draw in GeometryFusion::compose instead (0 slots).
+  int draw_slots = 0;
+  std::function<void(const ParamList&, SampleRng&, std::span<float> slots)> draw;
+  // A deterministic pointwise op with a batch-wide GPU lowering: placement may
+  // move it to the GPU tail of a split chain.
+  bool gpu_batch = false;
+  OpCost cost;
 };
 
 // All ops in a stable order (by name).

@@ -16,14 +16,16 @@
 //               columns, each block run only to its own band of nonzero
 //               weights; per band column one weight load and one broadcast
 //               FMA per row and channel, no gathers]
-//   pointwise tail    color_jitter / grayscale / normalize / cast inlined into the
-//               output, written in the chain's layout and dtype (a float16
-//               output is converted by vcvtps2ph with Halide >= 21 on F16C
-//               targets, else by Float16Bits)
+//   pointwise tail    each pointwise step's registered lowering
+//               (compiler/codegen/lower/: color_jitter, grayscale, normalize,
+//               layout, cast) inlined into the output, written in the
+//               chain's layout and dtype (a float16 output is converted by
+//               vcvtps2ph with Halide >= 21 on F16C targets, else by
+//               Float16Bits)
 // A chain without a rescaling op skips the tables and both passes: geom is an
 // integer gather (exact).
-// color_jitter needs the mean luma of the whole image, so with it geom is
-// computed for the whole output first.
+// A step that needs its whole input (color_jitter's mean luma) sets
+// TailState::whole_image, and geom is then computed for the whole output first.
 #include "compiler/codegen/chain_pipeline.h"
 
 #include <cmath>
@@ -32,6 +34,7 @@
 #include <utility>
 
 #include "compiler/codegen/halide_dtype.h"
+#include "compiler/codegen/lower/lowering.h"
 #include "ops/fusion/kernel_abi.h"
 #include "ops/fusion/sample_args.h"
 #include "ops/reference/resample.h"
@@ -217,8 +220,15 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
 
   ImageParam in(UInt(8), 3, "in");
   AxisParams ya("y"), xa("x");
-  Param<float> fill("fill"), brightness("brightness"), contrast("contrast"),
-      saturation("saturation");
+  Param<float> fill("fill");
+  // The draw slots (kernel_abi.h): each random pointwise step reads its own,
+  // at DrawSlotOffset; scalars, so loop invariants.
+  std::vector<Param<float>> draw_params;
+  std::vector<Expr> draws;
+  for (int i = 0; i < kMaxDrawSlots; ++i) {
+    draw_params.emplace_back("draw" + std::to_string(i));
+    draws.push_back(draw_params.back());
+  }
 
   Var c("c"), x("x"), y("y"), sx("sx");
   Expr in_w = in.dim(1).extent(), in_h = in.dim(2).extent();
@@ -226,7 +236,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
   // The rescaling step, if any.
   const ChainStep* rescale = nullptr;
   for (const ChainStep& s : chain.steps) {
-    if (s.op->name == "resize" || s.op->name == "random_resized_crop") rescale = &s;
+    if (s.op->fusion == FusionRole::kGeometry && s.op->geometry.rescales) rescale = &s;
   }
 
   Expr oyf = Flipped(ya, y, out_h), oxf = Flipped(xa, x, out_w);
@@ -411,99 +421,41 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
     has_vert = !gpu;
   }
 
-  // Pointwise tail on cur(c, x, y), tracking dtype and channels as the reference.
-  Func cur = geom;
-  DType dt = DType::kUInt8;
-  int ch = in_c;
-  bool root_geom = false;
-  std::vector<Func> roots;
-  // The value of cur(c, x, y) before its last rounding to dt (what the float16
+  // Pointwise tail on cur(c, x, y), tracking dtype and channels as the
+  // reference: each step's registered lowering (compiler/codegen/lower/).
+  TailState tail;
+  tail.cur = geom;
+  tail.dtype = DType::kUInt8;
+  tail.channels = in_c;
+  // The value of cur(c, x, y) before its last rounding (what the float16
   // output conversion below rounds itself).
-  Expr pre = geom(c, x, y);
+  tail.pre = geom(c, x, y);
   // While the tail is a per-channel affine map of geom's value (an integer in
-  // [0, 255]): pre = affine[c].first * u + affine[c].second. Lets the float16
-  // conversion below drop the branches no such value can take.
-  std::optional<std::vector<std::pair<double, double>>> affine(
-      std::vector<std::pair<double, double>>(in_c, {1.0, 0.0}));
+  // [0, 255]): lets the float16 conversion below drop the branches no such
+  // value can take.
+  tail.affine = std::vector<std::pair<double, double>>(in_c, {1.0, 0.0});
+  int slot = 0;
   for (const ChainStep& s : chain.steps) {
-    if (s.op->op_class != OpClass::kPointwise) continue;
-    const std::string& name = s.op->name;
-    Func next(name + "_" + std::to_string(s.op_id));
-    if (name == "color_jitter") {
-      const float bound = dt == DType::kUInt8 ? 255.0f : 1.0f;
-      root_geom = true;
-      Func b1(name + "_b");
-      b1(c, x, y) = clamp(brightness * cur(c, x, y), 0.0f, bound);
-      auto luma3 = [&](Func f, Expr xx, Expr yy) -> Expr {
-        if (ch == 1) return cast<double>(f(0, xx, yy));
-        return D(0.299) * cast<double>(f(0, xx, yy)) + D(0.587) * cast<double>(f(1, xx, yy)) +
-               D(0.114) * cast<double>(f(2, xx, yy));
-      };
-      RDom all(0, static_cast<int>(out_w), 0, static_cast<int>(out_h), "all");
-      Func mean(name + "_mean");
-      mean() = cast<double>(0);
-      mean() += luma3(b1, all.x, all.y);
-      Expr m = cast<float>(mean() / D(static_cast<double>(out_w * out_h)));
-      roots.push_back(mean);
-      Func c2(name + "_c");
-      c2(c, x, y) = clamp(contrast * b1(c, x, y) + (1.0f - contrast) * m, 0.0f, bound);
-      Expr v;
-      if (ch == 3) {
-        Expr l = cast<float>(luma3(c2, x, y));
-        v = clamp(saturation * c2(c, x, y) + (1.0f - saturation) * l, 0.0f, bound);
-      } else {
-        v = c2(c, x, y);
-      }
-      pre = v;
-      next(c, x, y) = RoundTo(dt, v);
-      affine.reset();
-    } else if (name == "grayscale") {
-      const int n = static_cast<int>(P(s.params, "num_output_channels").AsInt());
-      Expr l = ch == 1 ? cur(0, x, y)
-                       : cast<float>(D(0.299) * cast<double>(cur(0, x, y)) +
-                                     D(0.587) * cast<double>(cur(1, x, y)) +
-                                     D(0.114) * cast<double>(cur(2, x, y)));
-      pre = l;
-      next(c, x, y) = RoundTo(dt, l);
-      ch = n;
-      affine.reset();
-    } else if (name == "normalize") {
-      const auto& mean = P(s.params, "mean").AsFloatList();
-      const auto& sd = P(s.params, "std").AsFloatList();
-      const double scale = P(s.params, "scale").AsFloat();
-      Expr mv = static_cast<float>(mean[0]), sv = static_cast<float>(sd[0]);
-      for (int i = 1; i < ch; ++i) {
-        if (mean.size() > 1) mv = select(c == i, static_cast<float>(mean[i]), mv);
-        if (sd.size() > 1) sv = select(c == i, static_cast<float>(sd[i]), sv);
-      }
-      if (!IsFloat(dt)) dt = DType::kFloat32;
-      // (v / scale - mean) / std as the reference; in float (the reference's double
-      // result is rounded to float32 or narrower).
-      pre = (cur(c, x, y) * static_cast<float>(1.0 / scale) - mv) / sv;
-      next(c, x, y) = RoundTo(dt, pre);
-      if (affine && static_cast<int>(affine->size()) == ch) {
-        for (int i = 0; i < ch; ++i) {
-          const double m = mean.size() > 1 ? mean[i] : mean[0];
-          const double d = sd.size() > 1 ? sd[i] : sd[0];
-          auto& [a, b] = (*affine)[i];
-          a = a / scale / d;
-          b = (b / scale - m) / d;
-        }
-      } else {
-        affine.reset();
-      }
-    } else if (name == "cast") {
-      const DType from = dt;
-      dt = *ParseDType(P(s.params, "dtype").AsString());
-      // A cast that rounds to an integer type changes the values.
-      if (!IsFloat(dt) && IsFloat(from)) affine.reset();
-      pre = cur(c, x, y);
-      next(c, x, y) = RoundTo(dt, pre);
-    } else {  // layout: a storage order only (pre unchanged)
-      next(c, x, y) = cur(c, x, y);
-    }
-    cur = next;
+    if (s.op->fusion != FusionRole::kPointwise) continue;
+    LowerContext ctx;
+    ctx.step = &s;
+    ctx.c = c;
+    ctx.x = x;
+    ctx.y = y;
+    ctx.width = static_cast<int>(out_w);
+    ctx.height = static_cast<int>(out_h);
+    ctx.name = s.op->name + "_" + std::to_string(s.op_id);
+    for (int i = 0; i < s.op->draw_slots; ++i) ctx.draws.push_back(draws[slot + i]);
+    slot += s.op->draw_slots;
+    SLUICE_RETURN_IF_ERROR(LowerStep(ctx, tail));
   }
+  Func cur = tail.cur;
+  const DType dt = tail.dtype;
+  const int ch = tail.channels;
+  const bool root_geom = tail.whole_image;
+  std::vector<Func>& roots = tail.roots;
+  const Expr pre = tail.pre;
+  const std::optional<std::vector<std::pair<double, double>>>& affine = tail.affine;
   if (ch != out_c || dt != ot.dtype) {
     return MakeError(ErrorCode::kInternal,
                      "chain `" + chain.symbol + "` computes " + std::string(DTypeName(dt)) + " x" +
@@ -632,9 +584,7 @@ Result<ChainPipeline> BuildChainPipeline(const FusedChain& chain, bool gpu,
   ya.Append(result.args);
   xa.Append(result.args);
   result.args.push_back(fill);
-  result.args.push_back(brightness);
-  result.args.push_back(contrast);
-  result.args.push_back(saturation);
+  for (const Param<float>& d : draw_params) result.args.push_back(d);
   return result;
 }
 

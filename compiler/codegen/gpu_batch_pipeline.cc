@@ -1,16 +1,17 @@
 // Split fusion groups: the CPU part as a chain of its own, and the batch-wide
 // CUDA pipeline of the pointwise tail (see gpu_batch_pipeline.h).
 //
-// The tail repeats the arithmetic of the per-sample pipelines' pointwise tail
-// (chain_pipeline.cc) op by op: the staging image holds exactly the uint8
-// values the whole-chain kernel has at the cut (its resampling rounds to
-// uint8, and every op before the cut keeps uint8), so running the same
-// expressions on them gives the whole chain's output.
+// The tail calls the same per-op lowerings (compiler/codegen/lower/) as the
+// per-sample pipelines' pointwise tail (chain_pipeline.cc): the staging image
+// holds exactly the uint8 values the whole-chain kernel has at the cut (its
+// resampling rounds to uint8, and every op before the cut keeps uint8), so
+// running the same expressions on them gives the whole chain's output.
 #include "compiler/codegen/gpu_batch_pipeline.h"
 
 #include <string>
 
 #include "compiler/codegen/halide_dtype.h"
+#include "compiler/codegen/lower/lowering.h"
 #include "ops/fusion/kernel_abi.h"
 #include "ops/fusion/sample_args.h"
 
@@ -19,14 +20,29 @@ namespace {
 
 using namespace Halide;
 using codegen_internal::HalideType;
-using codegen_internal::RoundTo;
+using codegen_internal::LowerContext;
+using codegen_internal::LowerStep;
+using codegen_internal::TailState;
+
+// The type after steps [0, gpu_from), by the ops' type rules.
+Result<TensorType> TypeAtCut(const FusedChain& chain) {
+  TensorType t = chain.input;
+  for (int i = 0; i < chain.gpu_from; ++i) {
+    const ChainStep& s = chain.steps[i];
+    if (!s.op->infer)
+      return MakeError(ErrorCode::kInternal, "`" + s.op->name + "` has no type rule");
+    auto out = s.op->infer(std::span<const TensorType>(&t, 1), s.params);
+    if (!out) return std::unexpected(out.error());
+    if (out->size() != 1) {
+      return MakeError(ErrorCode::kUnsupported, "chain `" + chain.symbol + "`: `" + s.op->name +
+                                                    "` does not give one output");
+    }
+    t = (*out)[0];
+  }
+  return t;
+}
 
 }  // namespace
-
-bool GpuTailOp(const std::string& op_name) {
-  return op_name == "grayscale" || op_name == "normalize" || op_name == "layout" ||
-         op_name == "cast";
-}
 
 Status CheckGpuSplit(const FusedChain& chain) {
   const int n = static_cast<int>(chain.steps.size());
@@ -37,19 +53,24 @@ Status CheckGpuSplit(const FusedChain& chain) {
                          " steps (the CPU part needs the resampling steps, the GPU part at "
                          "least one op)");
   }
-  for (int i = 0; i < n; ++i) {
-    const std::string& name = chain.steps[i].op->name;
-    if (i >= chain.gpu_from && !GpuTailOp(name)) {
+  for (int i = chain.gpu_from; i < n; ++i) {
+    if (!chain.steps[i].op->gpu_batch) {
       return MakeError(ErrorCode::kUnsupported,
-                       "chain `" + chain.symbol + "`: step " + std::to_string(i) + " (`" + name +
-                           "`) cannot run on the GPU batch-wide (only grayscale, normalize, "
-                           "layout and cast can)");
+                       "chain `" + chain.symbol + "`: step " + std::to_string(i) + " (`" +
+                           chain.steps[i].op->name +
+                           "`) cannot run on the GPU batch-wide (only deterministic pointwise "
+                           "ops with a batch-wide lowering can: OpDef::gpu_batch)");
     }
-    if (i < chain.gpu_from && (name == "normalize" || name == "cast")) {
-      return MakeError(ErrorCode::kUnsupported,
-                       "chain `" + chain.symbol + "`: step " + std::to_string(i) + " (`" + name +
-                           "`) is before the GPU cut, so the staging image would not be uint8");
-    }
+  }
+  // The staging image (the type after step gpu_from - 1) must be uint8 HWC.
+  auto staged = TypeAtCut(chain);
+  if (!staged) return std::unexpected(staged.error());
+  if (staged->dtype != DType::kUInt8 || staged->layout != Layout::kHWC) {
+    const int i = chain.gpu_from - 1;
+    return MakeError(ErrorCode::kUnsupported,
+                     "chain `" + chain.symbol + "`: step " + std::to_string(i) + " (`" +
+                         chain.steps[i].op->name +
+                         "`) is before the GPU cut, so the staging image would not be uint8");
   }
   return Ok();
 }
@@ -61,14 +82,10 @@ Result<TensorType> StagingType(const FusedChain& chain) {
     return MakeError(ErrorCode::kUnsupported,
                      "chain `" + chain.symbol + "` has no static image output to split");
   }
-  int64_t channels = chain.input.dims[2];
-  for (int i = 0; i < chain.gpu_from; ++i) {
-    if (chain.steps[i].op->name == "grayscale") {
-      channels = chain.steps[i].params.at("num_output_channels").AsInt();
-    }
-  }
-  return Image(DType::kUInt8, Layout::kHWC, ot.dims[ot.height_axis()],
-               ot.dims[ot.width_axis()], channels);
+  auto staged = TypeAtCut(chain);
+  if (!staged) return std::unexpected(staged.error());
+  return Image(DType::kUInt8, Layout::kHWC, ot.dims[ot.height_axis()], ot.dims[ot.width_axis()],
+               staged->dims[staged->channel_axis()]);
 }
 
 Result<FusedChain> CpuPartChain(const FusedChain& chain) {
@@ -98,51 +115,33 @@ Result<GpuBatchPipeline> BuildGpuBatchPipeline(const FusedChain& chain,
   ImageParam in(UInt(8), 4, "in");
   Var c("c"), x("x"), y("y"), n("n");
 
-  Func cur("staged");
-  cur(c, x, y, n) = cast<float>(in(c, x, y, n));
-  DType dt = DType::kUInt8;
-  int ch = sc;
+  // The same lowerings as the per-sample pipeline's tail, over (c, x, y, n).
+  TailState tail;
+  tail.cur = Func("staged");
+  tail.cur(c, x, y, n) = cast<float>(in(c, x, y, n));
+  tail.dtype = DType::kUInt8;
+  tail.channels = sc;
   for (int i = chain.gpu_from; i < static_cast<int>(chain.steps.size()); ++i) {
     const ChainStep& s = chain.steps[i];
-    const std::string& name = s.op->name;
-    Func next(name + "_" + std::to_string(s.op_id));
-    if (name == "grayscale") {
-      const int k = static_cast<int>(s.params.at("num_output_channels").AsInt());
-      Expr l = ch == 1 ? cur(0, x, y, n)
-                       : cast<float>(Expr(0.299) * cast<double>(cur(0, x, y, n)) +
-                                     Expr(0.587) * cast<double>(cur(1, x, y, n)) +
-                                     Expr(0.114) * cast<double>(cur(2, x, y, n)));
-      next(c, x, y, n) = RoundTo(dt, l);
-      ch = k;
-    } else if (name == "normalize") {
-      const auto& mean = s.params.at("mean").AsFloatList();
-      const auto& sd = s.params.at("std").AsFloatList();
-      const double scale = s.params.at("scale").AsFloat();
-      Expr mv = static_cast<float>(mean[0]), sv = static_cast<float>(sd[0]);
-      for (int j = 1; j < ch; ++j) {
-        if (mean.size() > 1) mv = select(c == j, static_cast<float>(mean[j]), mv);
-        if (sd.size() > 1) sv = select(c == j, static_cast<float>(sd[j]), sv);
-      }
-      if (!IsFloat(dt)) dt = DType::kFloat32;
-      next(c, x, y, n) =
-          RoundTo(dt, (cur(c, x, y, n) * static_cast<float>(1.0 / scale) - mv) / sv);
-    } else if (name == "cast") {
-      auto parsed = ParseDType(s.params.at("dtype").AsString());
-      if (!parsed) return MakeError(ErrorCode::kInternal, "bad cast dtype in `" + chain.symbol + "`");
-      dt = *parsed;
-      next(c, x, y, n) = RoundTo(dt, cur(c, x, y, n));
-    } else if (name == "layout") {
-      next(c, x, y, n) = cur(c, x, y, n);
-    } else {
-      return MakeError(ErrorCode::kUnsupported, "op `" + name + "` in a GPU batch tail");
-    }
-    cur = next;
+    LowerContext ctx;
+    ctx.step = &s;
+    ctx.c = c;
+    ctx.x = x;
+    ctx.y = y;
+    ctx.batch = {n};
+    ctx.width = sw;
+    ctx.height = sh;
+    ctx.name = s.op->name + "_" + std::to_string(s.op_id);
+    SLUICE_RETURN_IF_ERROR(LowerStep(ctx, tail));
   }
+  Func cur = tail.cur;
+  const DType dt = tail.dtype;
+  const int ch = tail.channels;
   if (ch != out_c || dt != ot.dtype) {
-    return MakeError(ErrorCode::kInternal,
-                     "chain `" + chain.symbol + "`: GPU tail computes " +
-                         std::string(DTypeName(dt)) + " x" + std::to_string(ch) +
-                         " but the output type is " + ot.ToString());
+    return MakeError(ErrorCode::kInternal, "chain `" + chain.symbol + "`: GPU tail computes " +
+                                               std::string(DTypeName(dt)) + " x" +
+                                               std::to_string(ch) + " but the output type is " +
+                                               ot.ToString());
   }
 
   Func out(chain.symbol + kGpuBatchSuffix);
@@ -156,8 +155,8 @@ Result<GpuBatchPipeline> BuildGpuBatchPipeline(const FusedChain& chain,
   const int oh = static_cast<int>(ot.dims[ot.height_axis()]);
   const int ow = static_cast<int>(ot.dims[ot.width_axis()]);
   if (oh != sh || ow != sw) {
-    return MakeError(ErrorCode::kInternal, "chain `" + chain.symbol +
-                                               "`: staging and output extents differ");
+    return MakeError(ErrorCode::kInternal,
+                     "chain `" + chain.symbol + "`: staging and output extents differ");
   }
   OutputImageParam ob = out.output_buffer();
   const int plane = ow * oh * out_c;

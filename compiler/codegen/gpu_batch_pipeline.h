@@ -20,12 +20,11 @@
 
 namespace sluice {
 
-// The ops the GPU tail may contain (deterministic, pointwise, per pixel).
-bool GpuTailOp(const std::string& op_name);
-
-// Checks the split: 0 < gpu_from < steps.size(), every step from gpu_from on a
-// GpuTailOp, steps before it producing uint8 (no normalize / cast before the
-// cut). Errors: kUnsupported naming the offending step.
+// Checks the split: 0 < gpu_from < steps.size(), every step from gpu_from on
+// an op whose entry has OpDef::gpu_batch (the one GPU-eligibility predicate,
+// also used by placement through GpuSplitPoints), steps before it producing
+// uint8 HWC (by the ops' type rules). Errors: kUnsupported naming the
+// offending step.
 Status CheckGpuSplit(const FusedChain& chain);
 
 // The static uint8 HWC staging type of a split chain: the output height and

@@ -28,9 +28,8 @@ double Pixels(const TensorType& type) {
   return static_cast<double>(type.dims[h]) * static_cast<double>(type.dims[w]);
 }
 
-bool IsDeterministicPointwise(const OpDef* op) {
-  return op != nullptr && op->op_class == OpClass::kPointwise && !op->random;
-}
+// The GPU-eligibility predicate (the one CheckGpuSplit uses too).
+bool GpuBatchOp(const OpDef* op) { return op != nullptr && op->gpu_batch; }
 
 int64_t BatchSize(const Graph& graph) {
   for (const Node& node : graph.nodes) {
@@ -130,7 +129,7 @@ std::vector<int> GpuSplitPoints(const FusedChain& chain) {
   if (static_cast<int>(types.size()) != n) return splits;
   for (int k = 1; k < n; ++k) {
     bool tail_ok = true;
-    for (int i = k; i < n; ++i) tail_ok = tail_ok && IsDeterministicPointwise(chain.steps[i].op);
+    for (int i = k; i < n; ++i) tail_ok = tail_ok && GpuBatchOp(chain.steps[i].op);
     const TensorType& staging = types[k - 1];
     if (tail_ok && staging.dtype == DType::kUInt8 && staging.layout == Layout::kHWC &&
         staging.is_static()) {
@@ -152,21 +151,23 @@ GroupCost ChainCost(const HardwareProfile& profile, const FusedChain& chain, int
   };
   cost.output_bytes = Elements(chain.output) * DTypeSize(chain.output.dtype);
 
-  // CPU: one resample per output pixel of the last resample step, then each
-  // pointwise op per element of its output, at a third of the profile's
-  // per-element cost of the three-op tail normalize, layout, cast.
+  // CPU: the composed resample once, per output pixel of the last step with a
+  // resample cost term (times that term), then each step's pointwise term per
+  // element of its output, at a third of the profile's per-element cost of the
+  // three-op tail normalize, layout, cast (OpCost in ops/registry.h).
   int last_resample = -1;
   double pointwise_elems = 0;
   for (int i = 0; i < cpu_end; ++i) {
     const OpDef* op = chain.steps[i].op;
     if (op == nullptr) continue;
-    if (op->op_class == OpClass::kResample) last_resample = i;
-    if (op->op_class == OpClass::kPointwise) pointwise_elems += Elements(out_of(i));
+    if (op->cost.resample_px > 0) last_resample = i;
+    pointwise_elems += op->cost.pointwise_elem * Elements(out_of(i));
   }
   if (last_resample >= 0) {
     double px = Pixels(out_of(last_resample));
     if (px == 0) px = Pixels(chain.output);
-    cost.kernel_cpu_s += profile.cpu.resample_ns_per_px * 1e-9 * px;
+    cost.kernel_cpu_s += profile.cpu.resample_ns_per_px * 1e-9 * px *
+                         chain.steps[last_resample].op->cost.resample_px;
   }
   cost.kernel_cpu_s +=
       profile.cpu.pointwise_ns_per_elem * 1e-9 * pointwise_elems / kProfiledTailOps;
@@ -222,11 +223,9 @@ double ReferenceChainCost(const HardwareProfile& profile, const FusedChain& chai
   for (size_t i = 0; i < chain.steps.size(); ++i) {
     const OpDef* op = chain.steps[i].op;
     if (op == nullptr) continue;
-    if (op->op_class == OpClass::kResample) {
-      s += profile.cpu.resample_ns_per_px * 1e-9 * pixels(types[i]);
-    } else if (op->op_class == OpClass::kPointwise) {
-      s += profile.cpu.pointwise_ns_per_elem * 1e-9 * elements(types[i]) / kProfiledTailOps;
-    }
+    s += op->cost.resample_px * profile.cpu.resample_ns_per_px * 1e-9 * pixels(types[i]);
+    s += op->cost.pointwise_elem * profile.cpu.pointwise_ns_per_elem * 1e-9 * elements(types[i]) /
+         kProfiledTailOps;
   }
   if (profile.cpu.memory_bandwidth_gbps > 0) {
     s += Elements(chain.output) * DTypeSize(chain.output.dtype) /
@@ -258,8 +257,8 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
     // per-image overhead is folded into the rate), else the built-in sample's
     // rate plus its fixed per-image cost.
     const bool dataset_rate = profile.storage && profile.storage->decode_mpix_per_s > 0;
-    const double rate = dataset_rate ? profile.storage->decode_mpix_per_s
-                                     : profile.cpu.decode_mpix_per_s;
+    const double rate =
+        dataset_rate ? profile.storage->decode_mpix_per_s : profile.cpu.decode_mpix_per_s;
     if (!dataset_rate) p.decode_s += profile.cpu.decode_fixed_s;
     if (rate > 0) {
       p.decode_s += p.shape.width * p.shape.height / (rate * 1e6) * region.effective_fraction;

@@ -96,8 +96,9 @@ DecodeRegion ExpectedDecodeRegion(const FusedChain& chain, double width, double 
 std::vector<TensorType> ChainStepTypes(const FusedChain& chain);
 
 // The valid GPU splits of a chain, ascending: every k with 0 < k < steps such
-// that steps [k, end) are all deterministic pointwise ops (pointwise class,
-// no random draws: grayscale, normalize, layout, cast) and step k-1 writes a
+// that steps [k, end) are all ops whose entry has OpDef::gpu_batch
+// (deterministic pointwise ops with a batch-wide GPU lowering: grayscale,
+// normalize, layout, cast) and step k-1 writes a
 // static uint8 HWC image (the staging tensor that crosses the bus).
 std::vector<int> GpuSplitPoints(const FusedChain& chain);
 

@@ -9,9 +9,10 @@
 
 namespace sluice {
 
-// resize and random_resized_crop: the resample ops that change the scale.
+// A geometry op that changes the scale (its entry's GeometryFusion::rescales:
+// resize, random_resized_crop).
 inline bool IsRescaleOp(const OpDef* op) {
-  return op != nullptr && (op->name == "resize" || op->name == "random_resized_crop");
+  return op != nullptr && op->fusion == FusionRole::kGeometry && op->geometry.rescales;
 }
 
 // "`resize` (line 14)" for notes.

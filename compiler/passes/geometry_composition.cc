@@ -35,13 +35,13 @@ void ComposeGeometry(Graph& graph, Diagnostics& /*diags*/) {
 
     std::vector<NodeId> run;
     NodeId next = SoleChainConsumer(graph, decode);
-    while (next >= 0 && graph.nodes[next].op->op_class == OpClass::kResample &&
+    while (next >= 0 && graph.nodes[next].op->fusion == FusionRole::kGeometry &&
            graph.nodes[next].fusion_group < 0) {
       run.push_back(next);
       next = SoleChainConsumer(graph, graph.nodes[next]);
     }
     if (run.empty()) {
-      if (next >= 0 && graph.nodes[next].op->op_class == OpClass::kPointwise) {
+      if (next >= 0 && graph.nodes[next].op->fusion == FusionRole::kPointwise) {
         graph.notes.push_back("not fused: " + DescribeNode(graph.nodes[next]) + " follows " +
                               DescribeNode(decode) +
                               " before any resample op; a fused chain starts with a resample "

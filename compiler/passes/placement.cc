@@ -13,8 +13,10 @@
 // cost model (compiler/cost/cost_model.h) predicts the loader's throughput for
 // each alternative from the hardware profile and the CPU budget.
 //
-// A split at step k of a group is valid when steps [k, end) are deterministic
-// pointwise ops and step k-1 writes a static uint8 HWC image (GpuSplitPoints).
+// A split at step k of a group is valid when steps [k, end) are ops whose
+// registry entry has OpDef::gpu_batch (deterministic pointwise ops with a
+// batch-wide GPU lowering; the same predicate codegen's CheckGpuSplit uses)
+// and step k-1 writes a static uint8 HWC image (GpuSplitPoints).
 // Decisions by output.device:
 //   cpu          everything on the CPU.
 //   auto         without a profile, or with a profile without a GPU: everything
@@ -99,10 +101,16 @@ void PlaceStages(Graph& graph, Diagnostics& diags) {
     splits[g] = GpuSplitPoints(chains[g]);
     any_movable = any_movable || !splits[g].empty();
   }
+  std::string gpu_ops;  // the ops whose entry has OpDef::gpu_batch
+  for (const OpDef* op : AllOps()) {
+    if (op->gpu_batch) gpu_ops += (gpu_ops.empty() ? "" : ", ") + op->name;
+  }
   const std::string why_not_movable =
-      "no step can move to the GPU (only deterministic pointwise ops — grayscale, normalize, "
-      "layout, cast — after a static uint8 HWC image can; color_jitter and the resample ops "
-      "have per-sample random arguments or geometry)";
+      "no step can move to the GPU (only deterministic pointwise ops with a batch-wide GPU "
+      "lowering — " +
+      gpu_ops +
+      " — after a static uint8 HWC image can; random ops and the resample ops have per-sample "
+      "arguments or geometry)";
 
   const HardwareProfile* profile = graph.profile ? &*graph.profile : nullptr;
   if (graph.cpu_budget_override > 0) {

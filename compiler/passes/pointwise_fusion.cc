@@ -37,17 +37,16 @@ void FusePointwise(Graph& graph, Diagnostics& /*diags*/) {
     if (members.empty()) continue;
     NodeId last = members.back();
     NodeId next = SoleChainConsumer(graph, graph.nodes[last]);
-    while (next >= 0 && graph.nodes[next].op->op_class == OpClass::kPointwise &&
+    while (next >= 0 && graph.nodes[next].op->fusion == FusionRole::kPointwise &&
            graph.nodes[next].fusion_group < 0) {
       graph.nodes[next].fusion_group = group;
       last = next;
       next = SoleChainConsumer(graph, graph.nodes[next]);
     }
-    if (next >= 0 && graph.nodes[next].op->op_class == OpClass::kResample &&
+    if (next >= 0 && graph.nodes[next].op->fusion == FusionRole::kGeometry &&
         graph.nodes[next].fusion_group < 0) {
       graph.notes.push_back("not fused: " + DescribeNode(graph.nodes[next]) +
-                            " follows the pointwise ops of fusion group " +
-                            std::to_string(group) +
+                            " follows the pointwise ops of fusion group " + std::to_string(group) +
                             "; a fused chain has its resample ops first; it runs on the "
                             "reference implementation");
     }

@@ -158,15 +158,6 @@ std::string NodeWhere(const Node& node) {
   return out;
 }
 
-bool HasOp(const FusedChain& chain, std::initializer_list<std::string_view> names) {
-  for (const ChainStep& step : chain.steps) {
-    for (std::string_view n : names) {
-      if (step.op && step.op->name == n) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 json PlanJson(const Graph& graph, const std::string& spec_text, const KernelRecord& kernels) {
@@ -358,8 +349,8 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels) {
     r += "\n    geometry: the resample ops compose into one resample per axis from the decoded "
          "image to the output grid (antialiased when downscaling); no intermediate image\n";
     r += "    pointwise: colour, normalize, layout and cast run in the same kernel\n";
-    const bool crops = HasOp(chain, {"crop", "center_crop", "random_resized_crop"});
-    const bool rescales = HasOp(chain, {"resize", "random_resized_crop"});
+    const bool crops = ChainCrops(chain);
+    const bool rescales = ChainRescales(chain);
     if ((crops || rescales) && !references.empty()) {
       r += "    decode pushdown: off: a batch field runs on the reference implementations, "
            "which need the whole decoded image\n";

@@ -13,8 +13,9 @@
 // composition pass): resample-class ops (crop, center_crop, pad, random_flip,
 // resize, random_resized_crop) first, with at most one that rescales (resize or
 // random_resized_crop), then pointwise-class ops (color_jitter, grayscale,
-// normalize, layout, cast). Other orders are not fused; report.txt says why,
-// and the runtime runs such a batch field's chain (a FusedChain with symbol
+// normalize, layout, cast). The entries' FusionRole says which is which, and
+// GeometryFusion::rescales which geometry ops rescale. Other orders are not fused; report.txt says
+// why, and the runtime runs such a batch field's chain (a FusedChain with symbol
 // "reference:<field>", plan.json "reference_chains") per sample on the
 // reference implementations instead (ReferenceChain, ops/fusion/sample_args.h):
 // same values, much slower.
@@ -49,5 +50,25 @@ struct FusedChain {
   // split still has its whole-chain CPU kernel, the fallback without a GPU.
   int gpu_from = -1;
 };
+
+// Whether some geometry step of `chain` takes a sub-window of its input
+// (GeometryFusion::crops: crop, center_crop, random_resized_crop), or changes
+// the scale (GeometryFusion::rescales: resize, random_resized_crop).
+inline bool ChainCrops(const FusedChain& chain) {
+  for (const ChainStep& s : chain.steps) {
+    if (s.op != nullptr && s.op->fusion == FusionRole::kGeometry && s.op->geometry.crops) {
+      return true;
+    }
+  }
+  return false;
+}
+inline bool ChainRescales(const FusedChain& chain) {
+  for (const ChainStep& s : chain.steps) {
+    if (s.op != nullptr && s.op->fusion == FusionRole::kGeometry && s.op->geometry.rescales) {
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace sluice

@@ -7,8 +7,14 @@
 //              int32 y.flip, y.offset, y.valid_lo, y.valid_hi, y.resized,
 //                    y.window_start, y.window, y.src_lo, y.src_hi, y.taps,
 //              int32 x.<same ten fields>,
-//              float fill, brightness, contrast, saturation,
+//              float fill, draw0, ..., draw15,            // draw slots: SampleArgs::draws
 //              halide_buffer_t* out);                     // the chain's output
+//
+// The draw slots carry the per-sample random values of the chain's random
+// pointwise steps (e.g. a color_jitter step's three factors), each step at its
+// own offset (DrawSlotOffset in sample_args.h), so two steps of one op draw
+// independently. They are scalars (not a buffer) so that the CUDA kernel needs
+// no per-sample host-to-device copy and Halide treats them as loop invariants.
 //
 // The output buffer's dims are (c, x, y) for an HWC output and (x, y, c) for
 // CHW, each dense (innermost stride 1), element type the chain's output dtype.
@@ -20,6 +26,7 @@
 #include <HalideRuntime.h>
 
 #include <cstdint>
+#include <iterator>
 
 namespace sluice {
 
@@ -32,15 +39,21 @@ inline constexpr const char* kCudaSuffix = "_cuda";
 //   SYMBOL + kGpuBatchSuffix: a GpuBatchKernelFn (below).
 inline constexpr const char* kCpuPartSuffix = "_cpu_part";
 inline constexpr const char* kGpuBatchSuffix = "_gpu_batch";
-inline constexpr int kKernelIntArgs = 20;   // 10 per axis, y then x
-inline constexpr int kKernelFloatArgs = 4;  // fill, brightness, contrast, saturation
+inline constexpr int kKernelIntArgs = 20;  // 10 per axis, y then x
+// Float draw slots per kernel call (the most a fused chain may use).
+inline constexpr int kMaxDrawSlots = 16;
+inline constexpr int kKernelFloatArgs = 1 + kMaxDrawSlots;  // fill, then the draw slots
 
-using FusedKernelFn = int (*)(halide_buffer_t*,                                  //
-                              int32_t, int32_t, int32_t, int32_t, int32_t,       // y
-                              int32_t, int32_t, int32_t, int32_t, int32_t,       //
-                              int32_t, int32_t, int32_t, int32_t, int32_t,       // x
-                              int32_t, int32_t, int32_t, int32_t, int32_t,       //
-                              float, float, float, float, halide_buffer_t*);
+using FusedKernelFn = int (*)(halide_buffer_t*,                             //
+                              int32_t, int32_t, int32_t, int32_t, int32_t,  // y
+                              int32_t, int32_t, int32_t, int32_t, int32_t,  //
+                              int32_t, int32_t, int32_t, int32_t, int32_t,  // x
+                              int32_t, int32_t, int32_t, int32_t, int32_t,  //
+                              float,                                        // fill
+                              float, float, float, float, float, float, float, float,  // draws
+                              float, float, float, float, float, float, float, float,  //
+                              halide_buffer_t*);
+static_assert(kMaxDrawSlots == 16, "FusedKernelFn lists 16 draw slots");
 
 // The batch-wide CUDA kernel of steps [gpu_from, end) (deterministic pointwise
 // ops only, so no per-sample arguments):
@@ -70,6 +83,8 @@ inline constexpr const char* kKernelArgNames[] = {
     "y.flip", "y.offset", "y.valid_lo", "y.valid_hi", "y.resized", "y.window_start",
     "y.window", "y.src_lo", "y.src_hi", "y.taps", "x.flip", "x.offset", "x.valid_lo",
     "x.valid_hi", "x.resized", "x.window_start", "x.window", "x.src_lo", "x.src_hi", "x.taps",
-    "fill", "brightness", "contrast", "saturation"};
+    "fill", "draw0", "draw1", "draw2", "draw3", "draw4", "draw5", "draw6", "draw7", "draw8",
+    "draw9", "draw10", "draw11", "draw12", "draw13", "draw14", "draw15"};
+static_assert(std::size(kKernelArgNames) == kKernelIntArgs + kKernelFloatArgs);
 
 }  // namespace sluice

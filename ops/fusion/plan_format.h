@@ -28,7 +28,9 @@
 namespace sluice::plan_format {
 
 // Bumped whenever plan.json changes incompatibly; a loader accepts only its own.
-inline constexpr int kFormatVersion = 1;
+// 2: the kernel ABI's per-step draw slots (draw0..draw15) replace the fixed
+//    brightness / contrast / saturation arguments (ops/fusion/kernel_abi.h).
+inline constexpr int kFormatVersion = 2;
 inline constexpr const char* kPlanFile = "plan.json";
 inline constexpr const char* kKernelsFile = "kernels.so";
 inline constexpr const char* kReportFile = "report.txt";

@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "ops/fusion/fused_chain.h"
+#include "ops/fusion/kernel_abi.h"
 #include "ops/reference/ref_tensor.h"
 #include "sluice/result.h"
 
@@ -44,24 +45,36 @@ struct AxisArgs {
   bool operator==(const AxisArgs&) const = default;
 };
 
+// Draw slots: the random pointwise steps of a chain (OpDef::draw_slots > 0),
+// in step order, take consecutive slots of SampleArgs::draws, draw_slots each
+// (DrawSlotOffset); so two steps of the same op have their own draws. Unused
+// slots are 0.
 struct SampleArgs {
   AxisArgs y, x;
   float fill = 0.0f;  // value (already rounded to uint8) of pad / out-of-image pixels
-  // color_jitter factors (1 = unchanged); only read by chains with color_jitter.
-  float brightness = 1.0f, contrast = 1.0f, saturation = 1.0f;
+  float draws[kMaxDrawSlots] = {};
   bool operator==(const SampleArgs&) const = default;
 };
 
+// The first draw slot of step `step` of `chain` (the draw_slots of the
+// pointwise steps before it, summed).
+int DrawSlotOffset(const FusedChain& chain, size_t step);
+// The draw slots the whole chain uses.
+int DrawSlotCount(const FusedChain& chain);
+
 // Whether a chain is in the fusable normal form this codegen handles (see
 // fused_chain.h); the error (kUnsupported) names the op and the reason.
-// Not fusable: an op outside the resample/pointwise classes, pointwise before
-// geometry, two rescaling ops, pad with mode edge/reflect, constant fills that
-// differ between ops (pad fill vs the zeros of crop/center_crop), a channel
-// count other than 1 or 3, or a non-static output.
+// Not fusable: an op whose entry has FusionRole::kNone, a geometry op after a
+// pointwise op, two rescaling ops, a step its GeometryFusion::unfusable
+// rejects (pad with mode edge/reflect), constant fills that differ between
+// ops (pad fill vs the zeros of crop/center_crop), more than kMaxDrawSlots
+// draw slots, a channel count other than 1 or 3, or a non-static output.
 Status CheckFusable(const FusedChain& chain);
 
 // The kernel arguments of one sample: input image in_h x in_w, random draws
-// keyed by SampleRng(seed, epoch, sample, step.op_id). Errors (kInvalidArgument):
+// keyed by SampleRng(seed, epoch, sample, step.op_id). Walks the steps: a
+// geometry step's GeometryFusion::compose updates the composition, a random
+// pointwise step's OpDef::draw fills its draw slots. Errors (kInvalidArgument):
 // empty input, or a size that does not produce the chain's static output
 // (for example a resize to the shorter side whose result a crop does not fix).
 // No heap allocation.

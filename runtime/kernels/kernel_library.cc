@@ -76,8 +76,10 @@ Status Kernel::Run(const ImageView& in, const SampleArgs& a, void* out) const {
   const AxisArgs& x = a.x;
   int rc = fn_(&in_buf, y.flip, y.offset, y.valid_lo, y.valid_hi, y.resized, y.window_start,
                y.window, y.src_lo, y.src_hi, y.taps, x.flip, x.offset, x.valid_lo, x.valid_hi,
-               x.resized, x.window_start, x.window, x.src_lo, x.src_hi, x.taps, a.fill,
-               a.brightness, a.contrast, a.saturation, &out_buf);
+               x.resized, x.window_start, x.window, x.src_lo, x.src_hi, x.taps, a.fill, a.draws[0],
+               a.draws[1], a.draws[2], a.draws[3], a.draws[4], a.draws[5], a.draws[6], a.draws[7],
+               a.draws[8], a.draws[9], a.draws[10], a.draws[11], a.draws[12], a.draws[13],
+               a.draws[14], a.draws[15], &out_buf);
   if (cuda_) {
     if (rc == 0 && out_buf.device) rc = copy_to_host_(nullptr, &out_buf);
     if (out_buf.device) device_free_(nullptr, &out_buf);
@@ -95,7 +97,9 @@ Status CheckCpuSupports(const std::vector<std::string>& targets) {
   __builtin_cpu_init();
   for (const std::string& target : targets) {
     bool ok = target.starts_with("x86-64-");
-    auto has = [&](const char* f) { return ("-" + target + "-").find(std::string("-") + f + "-") != std::string::npos; };
+    auto has = [&](const char* f) {
+      return ("-" + target + "-").find(std::string("-") + f + "-") != std::string::npos;
+    };
     if (has("sse41") && !__builtin_cpu_supports("sse4.1")) ok = false;
     if (has("avx") && !__builtin_cpu_supports("avx")) ok = false;
     if (has("avx2") && !__builtin_cpu_supports("avx2")) ok = false;
@@ -166,8 +170,7 @@ Result<Kernel> KernelLibrary::CudaKernel(const FusedChain& chain) const {
   dlerror();
   void* sym = dlsym(handle_->dl, symbol.c_str());
   if (!sym) {
-    return MakeError(ErrorCode::kNotFound,
-                     "CUDA kernel `" + symbol + "` is missing from " + path_,
+    return MakeError(ErrorCode::kNotFound, "CUDA kernel `" + symbol + "` is missing from " + path_,
                      "the plan was compiled without CUDA kernels");
   }
   if (!handle_->copy_to_host || !handle_->device_free) {

@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 for f in plan.json kernels.so report.txt; do
   test -s "$tmp/x.plan/$f" || { echo "missing $f"; exit 1; }
 done
-grep -q '"format_version": 1' "$tmp/x.plan/plan.json" || { echo "no format_version"; exit 1; }
+grep -q '"format_version": 2' "$tmp/x.plan/plan.json" || { echo "no format_version"; exit 1; }
 grep -q '"symbol": "sluice_chain_0"' "$tmp/x.plan/plan.json" || { echo "no fusion group"; exit 1; }
 grep -q '^fusion groups: 1' "$tmp/x.plan/report.txt" || { echo "report lacks groups"; exit 1; }
 nm -D "$tmp/x.plan/kernels.so" | grep -q ' T sluice_chain_0$' || { echo "kernel symbol missing"; exit 1; }

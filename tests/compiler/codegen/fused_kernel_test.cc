@@ -137,7 +137,8 @@ TEST(FusedKernelTest, LibraryBuilds) {
   ASSERT_TRUE(k.artifact) << k.artifact.error().ToString();
   EXPECT_EQ(k.artifact->kernels.size(), k.chains.size());
   EXPECT_TRUE(std::filesystem::exists(k.artifact->library));
-  EXPECT_EQ(k.artifact->arg_names.size(), 24u);
+  EXPECT_EQ(k.artifact->arg_names.size(),
+            static_cast<size_t>(kKernelIntArgs + kKernelFloatArgs));
 }
 
 TEST(FusedKernelTest, ImagenetTrain) { Sweep("train", 14, 700); }
@@ -150,6 +151,9 @@ TEST(FusedKernelTest, Area) { Sweep("area", 10, 200); }
 TEST(FusedKernelTest, NearestNoAntialias) { Sweep("nearest_noaa", 10, 150); }
 TEST(FusedKernelTest, BilinearNoAntialias) { Sweep("bilinear_noaa", 10, 150); }
 TEST(FusedKernelTest, ColorJitter) { Sweep("jitter", 10, 120); }
+// Two random steps of the same op in one chain draw independently (the
+// reference keys each by its own op id); the kernel must match that.
+TEST(FusedKernelTest, TwoColorJitterStepsDrawIndependently) { Sweep("jitter2", 10, 90); }
 TEST(FusedKernelTest, GrayscaleBFloat16) { Sweep("gray_bf16", 10, 150); }
 TEST(FusedKernelTest, OneChannelInput) { Sweep("gray1_in", 10, 100); }
 

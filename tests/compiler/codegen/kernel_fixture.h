@@ -109,6 +109,13 @@ inline std::map<std::string, FusedChain> TestChains() {
   add("jitter", {{"resize", {{"size", Is({32, 40})}}},
                  {"color_jitter",
                   {{"brightness", F(0.4)}, {"contrast", F(0.4)}, {"saturation", F(0.4)}}}});
+  // Two color_jitter steps: each must get its own draws (op ids 2 and 3), as
+  // in the reference chain.
+  add("jitter2", {{"resize", {{"size", Is({24, 28})}}},
+                  {"color_jitter",
+                   {{"brightness", F(0.5)}, {"contrast", F(0.5)}, {"saturation", F(0.5)}}},
+                  {"color_jitter",
+                   {{"brightness", F(0.5)}, {"contrast", F(0.5)}, {"saturation", F(0.5)}}}});
   add("gray_bf16", {{"resize", {{"size", Is({64})}}},
                     {"center_crop", {{"size", Is({56})}}},
                     {"grayscale", {{"num_output_channels", I(3)}}},

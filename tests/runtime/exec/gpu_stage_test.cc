@@ -2,25 +2,30 @@
 //
 // A GPU plan is made from the loader test plan: its chain is split before
 // `normalize` (gpu_from = 2) and recompiled with CUDA kernels, and plan.json
-// gets the group's gpu fields, as the placement pass writes them. Without a
-// CUDA device (CI) the tests check the fallback: a warning in LoaderStats and
-// the CPU path with batches identical to the all-CPU plan's, a clear
-// kUnsupported error when cuda is forced. The Gpu* tests need a device and
-// skip without one (docs/gpu.md has the command that runs them on a GPU
-// machine): device batches equal to the CPU path within 1e-3 relative,
-// throughput printed, device memory unchanged over many epochs.
-#ifndef SLUICE_TESTS_NO_COMPILER
+// gets the group's gpu fields, as the placement pass writes them
+// (SplitForGpu, gpu_plan_util.h). A runtime-only build (the GPU kit's
+// sluice_gpu_tests, scripts/gpu_kit.sh) takes that plan ready-made from
+// SLUICE_TEST_GPU_PLAN and the CPU test plan from SLUICE_TEST_PLAN, and skips
+// when they are not set. Without a CUDA device (CI) the tests check the
+// fallback: a warning in LoaderStats and the CPU path with batches identical to
+// the all-CPU plan's, a clear kUnsupported error when cuda is forced. The Gpu*
+// tests need a device and skip without one (docs/gpu.md has the command that
+// runs them on a GPU machine): device batches equal to the CPU path within
+// 1e-3 relative, throughput printed, device memory unchanged over many epochs.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 
-#include "compiler/codegen/codegen.h"
 #include "ops/fusion/plan_format.h"
-#include "runtime/kernels/kernel_library.h"
 #include "runtime/device/cuda_driver.h"
+#include "runtime/kernels/kernel_library.h"
 #include "tests/runtime/loader/loader_test_util.h"
+#ifndef SLUICE_TESTS_NO_COMPILER
+#include "compiler/codegen/codegen.h"
+#include "tests/runtime/exec/gpu_plan_util.h"
+#endif
 
 namespace sluice {
 namespace {
@@ -31,56 +36,35 @@ using json = nlohmann::json;
 struct GpuPlan {
   std::unique_ptr<ScopedDir> dir;
   std::string path, data, error;
-  bool no_cuda_codegen = false;
+  std::string skip;  // why the GPU plan tests skip (no NVPTX, no ready-made plan)
 };
 
 const GpuPlan& MakeGpuPlan() {
   static GpuPlan g = [] {
     GpuPlan out;
+    out.dir = std::make_unique<ScopedDir>("gpu_plan");
+    out.data = (out.dir->path() / "data").string();
+    MakeDataset(out.data, 24);
+    if (const char* ready = std::getenv("SLUICE_TEST_GPU_PLAN"); ready != nullptr && *ready) {
+      out.path = ready;
+      return out;
+    }
+#ifdef SLUICE_TESTS_NO_COMPILER
+    out.skip = "SLUICE_TEST_GPU_PLAN is not set and this test binary has no compiler";
+#else
     if (TestPlan().path.empty()) {
       out.error = "test plan: " + TestPlan().error;
       return out;
     }
     if (!HalideHasCuda()) {
-      out.no_cuda_codegen = true;
+      out.skip = "Halide without NVPTX";
       return out;
     }
-    out.dir = std::make_unique<ScopedDir>("gpu_plan");
-    out.data = (out.dir->path() / "data").string();
-    MakeDataset(out.data, 24);
     out.path = EditedPlan(out.dir->path(), "gpu.plan",
                           [](json& j) { j["output"]["device"] = "auto"; });
-    auto plan = Plan::Load(out.path, {{"DATA", out.data}});
-    if (!plan) {
-      out.error = plan.error().ToString();
-      return out;
-    }
-    std::vector<FusedChain> chains = plan->chains();
-    int cut = -1;
-    for (size_t i = 0; i < chains[0].steps.size(); ++i) {
-      if (chains[0].steps[i].op->name == "normalize") cut = static_cast<int>(i);
-    }
-    chains[0].gpu_from = cut;
-    CodegenOptions opt;
-    opt.cpu_targets = {"x86-64-linux-sse41"};
-    opt.cuda = true;
-    auto art = CompileKernels(chains, out.path, opt);
-    if (!art) {
-      out.error = art.error().ToString();
-      return out;
-    }
-    std::ifstream in(fs::path(out.path) / "plan.json");
-    json j = json::parse(in);
-    in.close();
-    j["kernels"]["hash"] = *plan_format::HashFile(art->library);
-    j["kernels"]["cuda_target"] = art->cuda_target;
-    json& group = j["fusion_groups"][0];
-    group["gpu_from"] = cut;
-    group["cpu_part_symbol"] = art->kernels[0].cpu_part_symbol;
-    group["gpu_batch_symbol"] = art->kernels[0].gpu_batch_symbol;
-    group["staging_type"] = plan_format::TypeToJson(art->kernels[0].staging);
-    j["placement"]["device"] = "cuda:0";
-    std::ofstream(fs::path(out.path) / "plan.json") << j.dump(2);
+    auto cut = testing_gpu::SplitForGpu(out.path, {"x86-64-linux-sse41"});
+    if (!cut) out.error = cut.error().ToString();
+#endif
     return out;
   }();
   return g;
@@ -88,7 +72,7 @@ const GpuPlan& MakeGpuPlan() {
 
 #define REQUIRE_GPU_PLAN()                                              \
   const GpuPlan& gp = MakeGpuPlan();                                    \
-  if (gp.no_cuda_codegen) GTEST_SKIP() << "Halide without NVPTX";       \
+  if (!gp.skip.empty()) GTEST_SKIP() << gp.skip;                        \
   ASSERT_TRUE(gp.error.empty()) << gp.error
 
 bool HaveDevice(std::string* why) {
@@ -339,4 +323,3 @@ TEST(GpuStageTest, ThroughputAndNoDeviceLeakOverEpochs) {
 }  // namespace
 }  // namespace sluice
 
-#endif  // SLUICE_TESTS_NO_COMPILER

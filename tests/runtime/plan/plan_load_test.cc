@@ -16,6 +16,7 @@
 #include "compiler/plan/compile_spec.h"
 #include "compiler/plan/fused_chains.h"
 #include "compiler/plan/plan_writer.h"
+#include "ops/fusion/plan_format.h"
 #include "runtime/kernels/kernel_library.h"
 #include "sluice/plan.h"
 #include "tests/runtime/loader/loader_test_util.h"
@@ -129,11 +130,13 @@ TEST_F(PlanLoad, UnboundVariableIsNamed) {
 
 TEST_F(PlanLoad, BumpedFormatVersionIsAVersionMismatch) {
   fs::path copy = Copy("format.plan");
-  EditJson(copy, [](json& j) { j["format_version"] = 2; });
+  const int bumped = sluice::plan_format::kFormatVersion + 1;
+  EditJson(copy, [&](json& j) { j["format_version"] = bumped; });
   auto plan = sluice::Plan::Load(copy.string(), kVars);
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.error().code, ErrorCode::kVersionMismatch);
-  EXPECT_NE(plan.error().message.find("plan format version 2"), std::string::npos)
+  EXPECT_NE(plan.error().message.find("plan format version " + std::to_string(bumped)),
+            std::string::npos)
       << plan.error().message;
 }
 

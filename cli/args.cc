@@ -1,0 +1,33 @@
+// Argument helpers shared by every verb (declared in cli.h): the usage error
+// and `--flag value` parsing. Separate from main.cc so that the runtime-only
+// `sluice` of the GPU kit (cli/runtime_only/main.cc) links them too.
+#include <iostream>
+#include <string>
+
+#include "cli/cli.h"
+
+namespace sluice::cli {
+
+int UsageError(const std::string& message) {
+  std::cerr << "sluice: error: " << message << "\n"
+            << "run `sluice help` for usage\n";
+  return 2;
+}
+
+bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string& value,
+               std::string& error) {
+  const std::string& arg = args[i];
+  if (arg.size() > flag.size() && arg.starts_with(flag) && arg[flag.size()] == '=') {
+    value = arg.substr(flag.size() + 1);
+    return true;
+  }
+  if (arg != flag) return false;
+  if (i + 1 >= args.size()) {
+    error = "option " + flag + " needs a value";
+    return true;
+  }
+  value = args[++i];
+  return true;
+}
+
+}  // namespace sluice::cli

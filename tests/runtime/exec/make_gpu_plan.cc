@@ -1,0 +1,46 @@
+// sluice_make_gpu_plan: compiles a spec into a plan whose first fusion group
+// runs its pointwise tail on the GPU (SplitForGpu, gpu_plan_util.h), for the
+// GPU kit (scripts/gpu_kit.sh), which ships such plans to a GPU machine that
+// has no compiler.
+//
+//   sluice_make_gpu_plan SPEC.yaml OUT.plan [--sse41-only]
+//
+// --sse41-only builds one CPU target (what the tests use; faster), else the
+// default multitarget set. Exit status 0 on success, 1 with the error on stderr.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "compiler/plan/compile_spec.h"
+#include "tests/runtime/exec/gpu_plan_util.h"
+
+int main(int argc, char** argv) {
+  using namespace sluice;
+  if (argc < 3 || argc > 4 || (argc == 4 && std::string(argv[3]) != "--sse41-only")) {
+    std::cerr << "usage: sluice_make_gpu_plan SPEC.yaml OUT.plan [--sse41-only]\n";
+    return 2;
+  }
+  const std::string spec_path = argv[1], out = argv[2];
+  std::ifstream in(spec_path);
+  if (!in) {
+    std::cerr << "sluice_make_gpu_plan: cannot read " << spec_path << "\n";
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  CodegenOptions options;
+  if (argc == 4) options.cpu_targets = {"x86-64-linux-sse41"};
+  options.cuda = false;  // SplitForGpu rebuilds kernels.so with CUDA
+  if (Status st = CompileSpecText(text.str(), spec_path, out, options); !st) {
+    std::cerr << "sluice_make_gpu_plan: " << st.error().ToString() << "\n";
+    return 1;
+  }
+  auto cut = testing_gpu::SplitForGpu(out, options.cpu_targets);
+  if (!cut) {
+    std::cerr << "sluice_make_gpu_plan: " << cut.error().ToString() << "\n";
+    return 1;
+  }
+  std::cout << out << ": steps [0, " << *cut << ") per sample on the CPU, the rest on the GPU\n";
+  return 0;
+}
