@@ -3,7 +3,8 @@
 // would with a GPU profile, without needing one: the chain is cut before its
 // first `normalize` (steps before it run per sample on the CPU and write a
 // uint8 staging image), the kernels are recompiled with CUDA, and plan.json
-// gets the group's gpu fields, placement device cuda:0 and output.device auto
+// gets the group's gpu fields, the staged batch layout (SetStagedLayout),
+// placement device cuda:0 and output.device auto
 // (the loader takes the GPU when there is one, else warns and runs the whole
 // chain on the CPU).
 //
@@ -24,6 +25,7 @@
 #include "ops/fusion/plan_format.h"
 #include "runtime/plan/plan_internal.h"
 #include "sluice/plan.h"
+#include "tests/runtime/exec/staged_layout.h"
 
 namespace sluice::testing_gpu {
 
@@ -66,6 +68,9 @@ inline Result<int> SplitForGpu(const std::string& plan_dir,
   group["cpu_part_symbol"] = art->kernels[0].cpu_part_symbol;
   group["gpu_batch_symbol"] = art->kernels[0].gpu_batch_symbol;
   group["staging_type"] = plan_format::TypeToJson(art->kernels[0].staging);
+  int64_t staging_bytes = 1;  // uint8: one byte per element
+  for (int64_t d : art->kernels[0].staging.dims) staging_bytes *= d;
+  SetStagedLayout(j, plan->chain_fields()[0], staging_bytes);
   j["placement"]["device"] = "cuda:0";
   j["output"]["device"] = "auto";
   std::ofstream(fs::path(plan_dir) / "plan.json") << j.dump(2);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/plan/plan_internal.h"
+#include "tests/runtime/exec/staged_layout.h"
 #include "tests/runtime/loader/loader_test_util.h"
 
 namespace sluice {
@@ -57,6 +58,7 @@ class LoaderConfigTest : public ::testing::Test {
       g["staging_type"] = {{"dtype", "uint8"}, {"layout", "HWC"}, {"dims", {32, 32, 3}}};
       j["placement"]["device"] = "cuda:1";
       j["output"]["device"] = "auto";
+      testing_gpu::SetStagedLayout(j, "image", 32 * 32 * 3);
     });
   }
   std::unique_ptr<ScopedDir> dir_;
