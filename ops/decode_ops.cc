@@ -26,6 +26,9 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "ops/exif_orientation.h"
 #include "ops/families.h"
@@ -117,14 +120,26 @@ RefTensor WithOpaqueAlpha(const RefTensor& in) {
   return out;
 }
 
-struct TjDeleter {
-  void operator()(void* handle) const { tjDestroy(handle); }
+// A unique_ptr deleter that calls `Free`.
+template <auto Free>
+struct FreeWith {
+  void operator()(auto* p) const { Free(p); }
 };
+
+// `out` turned by the EXIF orientation `exif_orientation(bytes)` reads when
+// the op's `orientation` param is "exif"; `out` as is otherwise.
+RefTensor OrientIfExif(RefTensor out, const ParamList& params, const std::vector<uint8_t>& bytes,
+                       int (*exif_orientation)(std::span<const uint8_t>)) {
+  const ParamValue* orientation = FindParam(params, "orientation");
+  if (orientation == nullptr || orientation->AsString() != "exif") return out;
+  const int o = exif_orientation(bytes);
+  return o != 1 ? Orient(out, o) : out;
+}
 
 Result<RefTensor> DecodeJpegReference(const RefTensor& in, const ParamList& params, RefContext&) {
   SLUICE_RETURN_IF_ERROR(ExpectEncoded("decode_jpeg", in));
   const bool gray = P(params, "color").AsString() == "gray";
-  std::unique_ptr<void, TjDeleter> tj(tjInitDecompress());
+  std::unique_ptr<void, FreeWith<tjDestroy>> tj(tjInitDecompress());
   if (!tj) return MakeError(ErrorCode::kInternal, "tjInitDecompress failed");
   auto* buf = const_cast<unsigned char*>(in.bytes.data());
   const auto size = static_cast<unsigned long>(in.bytes.size());
@@ -164,23 +179,14 @@ Result<RefTensor> DecodeJpegReference(const RefTensor& in, const ParamList& para
       for (int c = 0; c < out_channels; ++c) out.data[i * out_channels + c] = px[c];
     }
   }
-  const ParamValue* orientation = FindParam(params, "orientation");
-  if (orientation != nullptr && orientation->AsString() == "exif") {
-    const int o = JpegExifOrientation(in.bytes);
-    if (o != 1) out = Orient(out, o);
-  }
-  return out;
+  return OrientIfExif(std::move(out), params, in.bytes, JpegExifOrientation);
 }
-
-struct SpngDeleter {
-  void operator()(spng_ctx* ctx) const { spng_ctx_free(ctx); }
-};
 
 Result<RefTensor> DecodePngReference(const RefTensor& in, const ParamList& params, RefContext&) {
   SLUICE_RETURN_IF_ERROR(ExpectEncoded("decode_png", in));
   const bool gray = P(params, "color").AsString() == "gray";
   const bool keep = P(params, "alpha").AsString() == "keep";
-  std::unique_ptr<spng_ctx, SpngDeleter> ctx(spng_ctx_new(0));
+  std::unique_ptr<spng_ctx, FreeWith<spng_ctx_free>> ctx(spng_ctx_new(0));
   if (!ctx) return MakeError(ErrorCode::kInternal, "spng_ctx_new failed");
   auto corrupt = [](int err) {
     return MakeError(ErrorCode::kCorruptData, std::string("corrupt PNG: ") + spng_strerror(err));
@@ -210,11 +216,7 @@ Result<RefTensor> DecodePngReference(const RefTensor& in, const ParamList& param
     }
     if (keep) dst[c - 1] = a;
   }
-  if (P(params, "orientation").AsString() == "exif") {
-    const int o = PngExifOrientation(in.bytes);
-    if (o != 1) out = Orient(out, o);
-  }
-  return out;
+  return OrientIfExif(std::move(out), params, in.bytes, PngExifOrientation);
 }
 
 Result<RefTensor> DecodeImageReference(const RefTensor& in, const ParamList& params,
@@ -266,44 +268,47 @@ ParamDef AlphaParam(const char* jpeg_note) {
                   .choices = {"drop", "keep"}};
 }
 
+// A decode op: bytes in, a uint8 HWC image out, its type rule InferDecode.
+OpDef DecodeOp(const char* name, std::string doc, std::vector<ParamDef> params,
+               Result<RefTensor> (*reference)(const RefTensor&, const ParamList&, RefContext&)) {
+  return OpDef{
+      .name = name,
+      .op_class = OpClass::kDecode,
+      .doc = std::move(doc),
+      .params = std::move(params),
+      .infer = InferDecode(name),
+      .reference = reference,
+  };
+}
+
 }  // namespace
 
 void RegisterDecodeOps(std::vector<OpDef>& ops) {
-  ops.push_back(OpDef{
-      .name = "decode_jpeg",
-      .op_class = OpClass::kDecode,
-      .doc = "Decodes a JPEG file's bytes into a uint8 HWC image; corrupt data is a per-sample "
-             "error handled by output.on_error. The EXIF orientation tag is ignored unless "
-             "`orientation: exif` is set, so by default results match torchvision's ImageFolder "
-             "(PIL's Image.open does not apply it either).",
-      .params = {ColorParam("grayscale and CMYK JPEGs"), OrientationParam("")},
-      .infer = InferDecode("decode_jpeg"),
-      .reference = DecodeJpegReference,
-  });
-  ops.push_back(OpDef{
-      .name = "decode_png",
-      .op_class = OpClass::kDecode,
-      .doc = "Decodes a PNG file's bytes (any bit depth, gray, palette, alpha, interlaced) into "
-             "a uint8 HWC image; 16-bit samples keep their high byte. Always decodes the whole "
-             "image (no region-of-interest or DCT-scaled pushdown). Corrupt data (bad CRC, "
-             "truncated, garbage) is a per-sample error handled by output.on_error.",
-      .params = {ColorParam("gray and palette PNGs"), AlphaParam(""),
-                 OrientationParam(" (of the eXIf chunk)")},
-      .infer = InferDecode("decode_png"),
-      .reference = DecodePngReference,
-  });
-  ops.push_back(OpDef{
-      .name = "decode_image",
-      .op_class = OpClass::kDecode,
-      .doc = "Decodes a JPEG or PNG file, chosen per file by its magic bytes (so a folder may "
-             "mix both), into a uint8 HWC image, as decode_jpeg or decode_png would. Other "
-             "formats are a per-sample error handled by output.on_error.",
-      .params = {ColorParam("gray, palette and CMYK images"),
-                 AlphaParam("; JPEGs get an opaque alpha channel"),
-                 OrientationParam(" (a JPEG's Exif segment or a PNG's eXIf chunk)")},
-      .infer = InferDecode("decode_image"),
-      .reference = DecodeImageReference,
-  });
+  ops.push_back(DecodeOp(
+      "decode_jpeg",
+      "Decodes a JPEG file's bytes into a uint8 HWC image; corrupt data is a per-sample "
+      "error handled by output.on_error. The EXIF orientation tag is ignored unless "
+      "`orientation: exif` is set, so by default results match torchvision's ImageFolder "
+      "(PIL's Image.open does not apply it either).",
+      {ColorParam("grayscale and CMYK JPEGs"), OrientationParam("")}, DecodeJpegReference));
+  ops.push_back(
+      DecodeOp("decode_png",
+               "Decodes a PNG file's bytes (any bit depth, gray, palette, alpha, interlaced) into "
+               "a uint8 HWC image; 16-bit samples keep their high byte. Always decodes the whole "
+               "image (no region-of-interest or DCT-scaled pushdown). Corrupt data (bad CRC, "
+               "truncated, garbage) is a per-sample error handled by output.on_error.",
+               {ColorParam("gray and palette PNGs"), AlphaParam(""),
+                OrientationParam(" (of the eXIf chunk)")},
+               DecodePngReference));
+  ops.push_back(
+      DecodeOp("decode_image",
+               "Decodes a JPEG or PNG file, chosen per file by its magic bytes (so a folder may "
+               "mix both), into a uint8 HWC image, as decode_jpeg or decode_png would. Other "
+               "formats are a per-sample error handled by output.on_error.",
+               {ColorParam("gray, palette and CMYK images"),
+                AlphaParam("; JPEGs get an opaque alpha channel"),
+                OrientationParam(" (a JPEG's Exif segment or a PNG's eXIf chunk)")},
+               DecodeImageReference));
 }
 
 }  // namespace sluice

@@ -93,6 +93,26 @@ class Reader {
     return *type;
   }
 
+  // Fills the fields a fusion group and a reference chain share (nodes,
+  // input, output, input_type, output_type, steps) from `j`, which must hold
+  // input_type, output_type and steps. Errors: Corrupt, naming `what`.
+  template <typename Doc>
+  Status ChainFields(const json& j, const std::string& what, Doc& d) const {
+    d.nodes = j.value("nodes", json::array());
+    d.input = StringOr(j, "input");
+    d.output = StringOr(j, "output");
+    auto input = Type(j["input_type"], what);
+    if (!input) return std::unexpected(input.error());
+    auto output = Type(j["output_type"], what);
+    if (!output) return std::unexpected(output.error());
+    d.input_type = *input;
+    d.output_type = *output;
+    auto steps = Steps(j["steps"], what);
+    if (!steps) return std::unexpected(steps.error());
+    d.steps = std::move(*steps);
+    return Ok();
+  }
+
   Result<PlanGroupDoc> Group(const json& g) const {
     if (!g.is_object() || !g.contains("symbol") || !g["symbol"].is_string() ||
         !g.contains("steps") || !g["steps"].is_array() || !g.contains("input_type") ||
@@ -105,19 +125,8 @@ class Reader {
     const std::string what = "fusion group " + d.symbol;
     d.id = static_cast<int>(IntOr(g, "id", 0));
     d.cuda_symbol = StringOr(g, "cuda_symbol");
-    d.nodes = g.value("nodes", json::array());
-    d.input = StringOr(g, "input");
-    d.output = StringOr(g, "output");
-    auto input = Type(g["input_type"], what);
-    if (!input) return std::unexpected(input.error());
-    auto output = Type(g["output_type"], what);
-    if (!output) return std::unexpected(output.error());
-    d.input_type = *input;
-    d.output_type = *output;
+    SLUICE_RETURN_IF_ERROR(ChainFields(g, what, d));
     d.batch_field = StringOr(g, "batch_field");
-    auto steps = Steps(g["steps"], what);
-    if (!steps) return std::unexpected(steps.error());
-    d.steps = std::move(*steps);
     d.gpu_from = static_cast<int>(std::max<int64_t>(IntOr(g, "gpu_from", -1), -1));
     d.cpu_part_symbol = StringOr(g, "cpu_part_symbol");
     d.gpu_batch_symbol = StringOr(g, "gpu_batch_symbol");
@@ -142,18 +151,7 @@ class Reader {
       return std::unexpected(Corrupt("has " + what + " without steps, input_type or output_type"));
     }
     d.symbol = StringOr(r, "symbol", "reference:" + d.batch_field);
-    d.nodes = r.value("nodes", json::array());
-    d.input = StringOr(r, "input");
-    d.output = StringOr(r, "output");
-    auto input = Type(r["input_type"], what);
-    if (!input) return std::unexpected(input.error());
-    auto output = Type(r["output_type"], what);
-    if (!output) return std::unexpected(output.error());
-    d.input_type = *input;
-    d.output_type = *output;
-    auto steps = Steps(r["steps"], what);
-    if (!steps) return std::unexpected(steps.error());
-    d.steps = std::move(*steps);
+    SLUICE_RETURN_IF_ERROR(ChainFields(r, what, d));
     d.reason = StringOr(r, "reason");
     return d;
   }

@@ -131,6 +131,13 @@ Result<std::string> DecoderEnumParam(const ParamList& params, std::string_view o
 // The decode ops' shared `color` param (rgb | gray, default rgb).
 Result<OutputColor> DecoderColorParam(const ParamList& params, std::string_view op);
 
+// For decoders: OK when `crop` has positive size and lies inside a `width` x
+// `height` image. Errors: kInvalidArgument "<format> decode: crop (...) is not
+// inside the WxH image", ending " (EXIF orientation N)" when
+// `exif_orientation` is not 0.
+Status CheckCropInside(std::string_view format, const PixelRect& crop, int width, int height,
+                       int exif_orientation = 0);
+
 // For decoder factories: a D built from D::ParseOptions(op, params).
 template <typename D>
 Result<std::unique_ptr<Decoder>> CreateDecoder(std::string_view op, const ParamList& params) {

@@ -6,6 +6,7 @@
 // ops/decode_ops.cc.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include "runtime/decode/decoder.h"
@@ -72,6 +73,23 @@ Result<OutputColor> DecoderColorParam(const ParamList& params, std::string_view 
   auto color = DecoderEnumParam(params, op, "color", "rgb", {"rgb", "gray"});
   if (!color) return std::unexpected(color.error());
   return *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
+}
+
+Status CheckCropInside(std::string_view format, const PixelRect& crop, int width, int height,
+                       int exif_orientation) {
+  const PixelRect& c = crop;
+  if (c.width > 0 && c.height > 0 && c.x >= 0 && c.y >= 0 && int64_t{c.x} + c.width <= width &&
+      int64_t{c.y} + c.height <= height) {
+    return Ok();
+  }
+  std::string message = std::string(format) + " decode: crop (x=" + std::to_string(c.x) +
+                        " y=" + std::to_string(c.y) + " w=" + std::to_string(c.width) +
+                        " h=" + std::to_string(c.height) + ") is not inside the " +
+                        std::to_string(width) + "x" + std::to_string(height) + " image";
+  if (exif_orientation != 0) {
+    message += " (EXIF orientation " + std::to_string(exif_orientation) + ")";
+  }
+  return MakeError(ErrorCode::kInvalidArgument, message);
 }
 
 }  // namespace sluice::runtime

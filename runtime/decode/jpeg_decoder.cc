@@ -324,14 +324,7 @@ Result<DecodedRegion> JpegDecoder::Decode(std::span<const uint8_t> data,
     const bool swap = SwapsAxes(orientation);
     const int w = swap ? info->height : info->width, h = swap ? info->width : info->height;
     PixelRect c = *r.crop;
-    if (c.width <= 0 || c.height <= 0 || c.x < 0 || c.y < 0 || int64_t{c.x} + c.width > w ||
-        int64_t{c.y} + c.height > h) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "JPEG decode: crop (x=" + std::to_string(c.x) + " y=" + std::to_string(c.y) +
-                           " w=" + std::to_string(c.width) + " h=" + std::to_string(c.height) +
-                           ") is not inside the " + std::to_string(w) + "x" + std::to_string(h) +
-                           " image (EXIF orientation " + std::to_string(orientation) + ")");
-    }
+    SLUICE_RETURN_IF_ERROR(CheckCropInside("JPEG", c, w, h, orientation));
     UnorientRect(orientation, w, h, c.x, c.y, c.width, c.height);
     r.crop = c;
   }

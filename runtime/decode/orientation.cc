@@ -12,24 +12,13 @@ struct Flips {
   bool transpose, flip_x, flip_y;
 };
 Flips FlipsOf(int o) {
-  switch (o) {
-    case 2:
-      return {false, true, false};
-    case 3:
-      return {false, true, true};
-    case 4:
-      return {false, false, true};
-    case 5:
-      return {true, false, false};
-    case 6:
-      return {true, true, false};
-    case 7:
-      return {true, true, true};
-    case 8:
-      return {true, false, true};
-    default:
-      return {false, false, false};
-  }
+  // Indexed by orientation; 0 and anything outside 1..8 are the identity.
+  static constexpr Flips kFlips[9] = {
+      {false, false, false}, {false, false, false}, {false, true, false},
+      {false, true, true},   {false, false, true},  {true, false, false},
+      {true, true, false},   {true, true, true},    {true, false, true},
+  };
+  return o >= 1 && o <= 8 ? kFlips[o] : kFlips[0];
 }
 
 }  // namespace

@@ -92,14 +92,7 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
   PixelRect c{0, 0, ow, oh};
   if (crop) {
     c = *crop;
-    if (c.width <= 0 || c.height <= 0 || c.x < 0 || c.y < 0 || int64_t{c.x} + c.width > ow ||
-        int64_t{c.y} + c.height > oh) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "PNG decode: crop (x=" + std::to_string(c.x) + " y=" + std::to_string(c.y) +
-                           " w=" + std::to_string(c.width) + " h=" + std::to_string(c.height) +
-                           ") is not inside the " + std::to_string(ow) + "x" + std::to_string(oh) +
-                           " image");
-    }
+    SLUICE_RETURN_IF_ERROR(CheckCropInside("PNG", c, ow, oh));
   }
 
   const bool gray_out = options.color == OutputColor::kGray;

@@ -12,6 +12,7 @@
 #include "compiler/passes/pass.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
+#include "tests/compiler/synthetic_profile.h"
 
 namespace sluice {
 namespace {
@@ -55,18 +56,9 @@ Graph Compile(const std::string& steps) {
 }
 
 HardwareProfile Profile() {
-  HardwareProfile p;
-  p.cpu.cores = 2;
-  p.cpu.decode_mpix_per_s = 100;
-  p.cpu.decode_fixed_s = 50e-6;
-  p.cpu.resample_ns_per_px = 5;
-  p.cpu.pointwise_ns_per_elem = 0.5;
-  p.gpu = HardwareProfile::Gpu{.name = "g",
-                               .device = 0,
-                               .h2d_pinned_gbps = 24,
-                               .h2d_pageable_gbps = 9,
-                               .pointwise_gelem_per_s = 300,
-                               .launch_s = 25.6e-6};
+  HardwareProfile p = testing_profile::SyntheticCpu("");
+  p.cpu.memory_bandwidth_gbps = 0;  // no memory term
+  p.gpu = testing_profile::SyntheticGpu("g", 300, 25.6e-6);
   return p;
 }
 

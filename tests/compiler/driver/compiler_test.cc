@@ -12,6 +12,7 @@
 #include "common/hardware_profile.h"
 #include "compiler/cost/cost_model.h"
 #include "compiler/driver/compilation_internal.h"
+#include "tests/compiler/synthetic_profile.h"
 
 namespace sluice {
 namespace {
@@ -136,20 +137,8 @@ TEST(CompileDriver, ProfileAndBudgetReachPlacement) {
 // (PassContext::predict): every alternative weighed is predicted, with the
 // numbers PredictCost gives for that split.
 TEST(CompileDriver, ProfileGivesPlacementTheCostModelsPredictions) {
-  HardwareProfile p;
-  p.machine = "synthetic";
-  p.cpu.cores = 2;
-  p.cpu.decode_mpix_per_s = 100;
-  p.cpu.decode_fixed_s = 50e-6;
-  p.cpu.resample_ns_per_px = 5;
-  p.cpu.pointwise_ns_per_elem = 0.5;
-  p.cpu.memory_bandwidth_gbps = 10;
-  p.gpu = HardwareProfile::Gpu{.name = "g",
-                               .device = 0,
-                               .h2d_pinned_gbps = 24,
-                               .h2d_pageable_gbps = 9,
-                               .pointwise_gelem_per_s = 300,
-                               .launch_s = 10e-6};
+  HardwareProfile p = testing_profile::SyntheticCpu();
+  p.gpu = testing_profile::SyntheticGpu();
   const std::string path = testing::TempDir() + "/compile_driver_hw.yaml";
   ASSERT_TRUE(SaveHardwareProfile(p, path));
   auto loaded = LoadHardwareProfile(path);

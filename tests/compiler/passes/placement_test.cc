@@ -13,6 +13,7 @@
 #include "compiler/passes/pass.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
+#include "tests/compiler/synthetic_profile.h"
 
 namespace sluice {
 namespace {
@@ -38,27 +39,12 @@ const char* kBytesOnly =
     "  - color_jitter: {brightness: 0.4}\n";
 
 // A 2-core CPU (about 1 ms per ImageNet sample on one core).
-HardwareProfile CpuOnly() {
-  HardwareProfile p;
-  p.machine = "synthetic 2-core CPU";
-  p.cpu.cores = 2;
-  p.cpu.decode_mpix_per_s = 100;
-  p.cpu.decode_fixed_s = 50e-6;
-  p.cpu.resample_ns_per_px = 5;
-  p.cpu.pointwise_ns_per_elem = 0.5;
-  p.cpu.memory_bandwidth_gbps = 10;
-  return p;
-}
+HardwareProfile CpuOnly() { return testing_profile::SyntheticCpu("synthetic 2-core CPU"); }
 
 HardwareProfile FastGpu() {
   HardwareProfile p = CpuOnly();
   p.machine = "synthetic 2-core CPU + fast GPU";
-  p.gpu = HardwareProfile::Gpu{.name = "fast",
-                               .device = 0,
-                               .h2d_pinned_gbps = 24,
-                               .h2d_pageable_gbps = 9,
-                               .pointwise_gelem_per_s = 300,
-                               .launch_s = 10e-6};
+  p.gpu = testing_profile::SyntheticGpu("fast");
   return p;
 }
 

@@ -8,6 +8,7 @@
 #include "compiler/passes/pass.h"
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
+#include "tests/compiler/synthetic_profile.h"
 
 namespace sluice {
 namespace {
@@ -114,12 +115,7 @@ TEST(MemoryPlanningPass, GpuTailStagesUint8) {
   HardwareProfile p;
   p.machine = "synthetic";
   p.cpu.cores = 1;
-  p.gpu = HardwareProfile::Gpu{.name = "g",
-                               .device = 0,
-                               .h2d_pinned_gbps = 24,
-                               .h2d_pageable_gbps = 9,
-                               .pointwise_gelem_per_s = 300,
-                               .launch_s = 10e-6};
+  p.gpu = testing_profile::SyntheticGpu();
   Graph g = RunAll(
       "  - decode_jpeg: {in: jpg, out: image}\n"
       "  - center_crop: {size: [16, 16]}\n"

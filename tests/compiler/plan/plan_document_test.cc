@@ -12,6 +12,7 @@
 #include "compiler/passes/fused_chains.h"
 #include "compiler/plan/plan_writer.h"
 #include "ops/fusion/plan_format.h"
+#include "tests/compiler/plan/plan_test_specs.h"
 
 namespace sluice {
 namespace {
@@ -40,14 +41,7 @@ const char* kTrain =
     "batch: {size: 4, fields: {image: image, label: cls}}\n";
 
 // A fused field and one on the reference implementations.
-const char* kMixed =
-    "sluice: 1\nname: mixed\nsource: {format: image_folder, path: /d}\ngraph:\n"
-    "  - decode_jpeg: {in: jpg, out: a}\n"
-    "  - center_crop: {size: [16, 16], out: x}\n"
-    "  - decode_jpeg: {in: jpg, out: b}\n"
-    "  - color_jitter: {saturation: 0.5}\n"
-    "  - center_crop: {size: [8, 8], out: y}\n"
-    "batch: {size: 4, fields: {x: x, y: y, label: cls}}\n";
+using plan_test_specs::kMixed;
 
 json Written(const char* spec) {
   auto graph = CheckedGraph(spec, "t.yaml");

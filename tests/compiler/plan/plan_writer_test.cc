@@ -18,6 +18,8 @@
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
 #include "ops/fusion/plan_format.h"
+#include "tests/compiler/plan/plan_test_specs.h"
+#include "tests/compiler/synthetic_profile.h"
 
 namespace sluice {
 namespace {
@@ -211,16 +213,9 @@ Graph CompilePlaced(std::string* text, int cpu_budget, double gpu_gelem_per_s = 
   Diagnostics diags;
   Spec spec = ParseSpecText(*text, "imagenet_train.yaml", diags);
   Graph graph = BuildGraph(spec);
-  HardwareProfile p;
-  p.machine = "synthetic";
-  p.cpu.cores = 2;
-  p.cpu.decode_mpix_per_s = 100;
-  p.cpu.decode_fixed_s = 50e-6;
-  p.cpu.resample_ns_per_px = 5;
-  p.cpu.pointwise_ns_per_elem = 0.5;
-  p.gpu = HardwareProfile::Gpu{.name = "g", .device = 0, .h2d_pinned_gbps = 24,
-                               .h2d_pageable_gbps = 9, .pointwise_gelem_per_s = gpu_gelem_per_s,
-                               .launch_s = 10e-6};
+  HardwareProfile p = testing_profile::SyntheticCpu();
+  p.cpu.memory_bandwidth_gbps = 0;  // no memory term
+  p.gpu = testing_profile::SyntheticGpu("g", gpu_gelem_per_s);
   g_placed_profile = p;
   PassContext context{diags, &g_placed_profile, cpu_budget};
   context.predict = CostModelPredictor(g_placed_profile);
@@ -422,14 +417,7 @@ TEST(PlanWriter, TwoResizesWriteAReferenceChainWithTheirOpIds) {
 // the unfused one gets a reference chain; a decoded image read by two fields
 // is not fused, and the reason says so.
 TEST(PlanWriter, MixedPlanAndSharedDecodeReasons) {
-  const std::string mixed =
-      "sluice: 1\nname: t\nsource: {format: image_folder, path: /d}\ngraph:\n"
-      "  - decode_jpeg: {in: jpg, out: a}\n"
-      "  - center_crop: {size: [16, 16], out: x}\n"
-      "  - decode_jpeg: {in: jpg, out: b}\n"
-      "  - color_jitter: {saturation: 0.5}\n"
-      "  - center_crop: {size: [8, 8], out: y}\n"
-      "batch: {size: 4, fields: {x: x, y: y, label: cls}}\n";
+  const std::string mixed = plan_test_specs::kMixed;
   Graph graph = CompileText(mixed);
   json plan = PlanJson(graph, mixed, FakeKernels());
   EXPECT_TRUE(Validate(plan).empty()) << Lines(Validate(plan));

@@ -2,11 +2,15 @@
 // scripts there).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include "runtime/decode/decoder.h"
 
 namespace sluice::runtime::testing {
 
@@ -14,6 +18,24 @@ namespace sluice::runtime::testing {
 inline std::vector<uint8_t> ReadFixture(const std::string& relative) {
   std::ifstream in(std::string(SLUICE_SOURCE_DIR) + "/tests/data/" + relative, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A request for `crop` of an output at least `min_width` x `min_height`.
+inline DecodeRequest CropRequest(PixelRect crop, int min_width, int min_height) {
+  DecodeRequest request;
+  request.crop = crop;
+  request.min_width = min_width;
+  request.min_height = min_height;
+  return request;
+}
+
+// Expects `region` to be the whole `width` x `height` image decoded at full
+// scale, with `crop` where it asked for it.
+inline void ExpectWholeImageDecoded(const DecodedRegion& region, int width, int height,
+                                    const PixelRect& crop) {
+  EXPECT_EQ(region.scale_denom, 1);
+  EXPECT_EQ(region.decoded, (PixelRect{0, 0, width, height}));
+  EXPECT_EQ(region.crop_in_buffer, crop);
 }
 
 }  // namespace sluice::runtime::testing

@@ -11,6 +11,8 @@
 namespace sluice::runtime {
 namespace {
 
+using testing::CropRequest;
+using testing::ExpectWholeImageDecoded;
 using testing::ReadFixture;
 
 Result<std::unique_ptr<Decoder>> Make(const char* color, const char* alpha,
@@ -44,16 +46,11 @@ TEST(ImageDecoderTest, PicksTheFormatByMagicBytes) {
 TEST(ImageDecoderTest, PngIgnoresTheCropAndSaysSo) {
   auto d = Make("rgb", "drop");
   ASSERT_TRUE(d);
-  DecodeRequest request;
-  request.crop = PixelRect{1, 2, 8, 6};
-  request.min_width = 1;
-  request.min_height = 1;
+  const DecodeRequest request = CropRequest(PixelRect{1, 2, 8, 6}, 1, 1);
   ImageBuffer out;
   auto region = (*d)->Decode(ReadFixture("png/rgb8.png"), request, out);
   ASSERT_TRUE(region) << region.error().ToString();
-  EXPECT_EQ(region->scale_denom, 1);
-  EXPECT_EQ(region->decoded, (PixelRect{0, 0, 13, 9}));
-  EXPECT_EQ(region->crop_in_buffer, *request.crop);
+  ExpectWholeImageDecoded(*region, 13, 9, *request.crop);
 }
 
 TEST(ImageDecoderTest, ChannelsAgreeAcrossFormats) {

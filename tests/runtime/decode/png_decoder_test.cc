@@ -14,6 +14,8 @@
 namespace sluice::runtime {
 namespace {
 
+using testing::CropRequest;
+using testing::ExpectWholeImageDecoded;
 using testing::ReadFixture;
 
 constexpr int kW = 13, kH = 9;  // every fixture's size
@@ -97,16 +99,11 @@ TEST(PngDecoderTest, WholeImageRegardlessOfCropAndScale) {
   ASSERT_TRUE(d);
   EXPECT_FALSE((*d)->caps().region_of_interest);
   EXPECT_FALSE((*d)->caps().dct_scaling);
-  DecodeRequest request;
-  request.crop = PixelRect{2, 3, 8, 4};
-  request.min_width = 2;
-  request.min_height = 1;
+  DecodeRequest request = CropRequest(PixelRect{2, 3, 8, 4}, 2, 1);
   ImageBuffer out;
   auto region = (*d)->Decode(ReadFixture("png/rgb8.png"), request, out);
   ASSERT_TRUE(region) << region.error().ToString();
-  EXPECT_EQ(region->scale_denom, 1);
-  EXPECT_EQ(region->decoded, (PixelRect{0, 0, kW, kH}));
-  EXPECT_EQ(region->crop_in_buffer, (PixelRect{2, 3, 8, 4}));
+  ExpectWholeImageDecoded(*region, kW, kH, PixelRect{2, 3, 8, 4});
   EXPECT_EQ(region->crop_x, 2);
   EXPECT_EQ(region->crop_height, 4);
   EXPECT_EQ(out.width(), kW);

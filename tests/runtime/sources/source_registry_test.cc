@@ -11,25 +11,19 @@
 #include <vector>
 
 #include "ops/registry.h"
+#include "tests/runtime/sources/source_test_util.h"
 #include "tests/runtime/test_tmpdir.h"
 
 namespace sluice::runtime {
 namespace {
 
+using testing::Contents;
 using testing::TempDir;
 
 ParamList Params(std::initializer_list<std::pair<const char*, std::string>> values) {
   ParamList params;
   for (const auto& [name, value] : values) params[name] = ParamValue{value};
   return params;
-}
-
-std::string Contents(const Source& src, size_t i) {
-  std::vector<uint8_t> buf;
-  auto n = src.Read(i, buf);
-  EXPECT_TRUE(n.has_value()) << (n ? "" : n.error().ToString());
-  if (!n) return {};
-  return std::string(reinterpret_cast<const char*>(buf.data()), *n);
 }
 
 TEST(SourceRegistry, EverySourceOpHasASourceAndBack) {

@@ -8,21 +8,15 @@
 #include "runtime/sources/file_reader.h"
 #include "runtime/sources/image_folder_source.h"
 #include "runtime/sources/source.h"
+#include "tests/runtime/sources/source_test_util.h"
 #include "tests/runtime/test_tmpdir.h"
 
 namespace sluice::runtime {
 namespace {
 
+using testing::Contents;
 using testing::TempDir;
 namespace fs = std::filesystem;
-
-std::string Contents(const Source& src, size_t i) {
-  std::vector<uint8_t> buf;
-  auto n = src.Read(i, buf);
-  EXPECT_TRUE(n.has_value()) << (n ? "" : n.error().ToString());
-  if (!n) return {};
-  return std::string(reinterpret_cast<const char*>(buf.data()), *n);
-}
 
 TEST(ImageFolderSource, ClassesSortedFilesSortedExtensionsFiltered) {
   TempDir dir;
