@@ -22,8 +22,9 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{
       .name = "image_folder",
       .op_class = OpClass::kSource,
-      .doc = "A directory with one subdirectory per class; each file (.jpg, .jpeg, any case) "
-             "is a sample, labelled by its subdirectory's index in sorted name order.",
+      .doc = "A directory with one subdirectory per class; each file with a .jpg, .jpeg or .png "
+             "extension (any case) is a sample, labelled by its subdirectory's index in sorted "
+             "name order.",
       .params = {ParamDef{.name = "path",
                           .type = ParamType::kString,
                           .doc = "Root directory; may use ${VAR}, bound at load time.",

@@ -12,6 +12,7 @@ packages=(
   libyaml-cpp-dev          # spec parsing with line/column marks
   nlohmann-json3-dev       # plan.json and JSON Schema output
   libturbojpeg0-dev libjpeg62-turbo-dev  # JPEG decode
+  libspng-dev              # PNG decode (decode_png, decode_image)
   libtbb-dev               # runtime task arena
   googletest libgtest-dev libgmock-dev   # unit tests
   libbenchmark-dev         # micro benchmarks

@@ -87,7 +87,7 @@ DecodeRegion ExpectedDecodeRegion(const FusedChain& chain, double width, double 
   for (int i = 0; i < kDecodeSamples; ++i) {
     auto args = ComputeSampleArgs(chain, h, w, /*seed=*/0, /*epoch=*/0, static_cast<uint64_t>(i));
     if (!args) return region;  // full decode
-    // The rectangle the loader asks the decoder for (runtime/exec/loader_core.cc).
+    // The rectangle the loader asks the decoder for (runtime/exec/sample_worker.cc).
     const int64_t y_lo = std::max<int64_t>({args->y.window_start, args->y.src_lo, 0});
     const int64_t y_hi =
         std::min<int64_t>({int64_t{args->y.window_start} + args->y.window, args->y.src_hi, h});

@@ -9,10 +9,13 @@
 //     const sluice::TensorView* image = (*batch)->field("image");
 //   }
 //
-// Execution (runtime/exec/loader_core.h): a tbb::task_arena of `threads`
-// workers; each worker owns a fixed scratch (read buffer + decoded image) and
-// runs fetch -> decode (region of interest) -> fused kernel for one sample at a
-// time, writing straight into the sample's slot of a batch buffer; at most
+// Execution (runtime/exec/: loader_config.h resolves the settings,
+// loader_core.h schedules, sample_worker.h fills a slot, gpu_stage.h runs GPU
+// stages): a tbb::task_arena of `threads` workers; each worker owns a fixed
+// scratch (read buffer + decoded image) and runs fetch -> decode (the decoder
+// the plan's decode step names; region of interest when that decoder can) ->
+// fused kernel for one sample at a time, writing straight into the sample's
+// slot of a batch buffer; at most
 // min(threads, in_flight) samples are alive; batch buffers come from a fixed
 // pool of prefetch + 1 buffers allocated at Create. Memory is bounded by
 // construction: nothing grows with the dataset or the number of batches.
@@ -21,8 +24,8 @@
 // batch index) — not on the thread count, the ordering mode or where the loader
 // was restored. Random draws are keyed by (seed, epoch, dataset index, op id).
 //
-// Bad samples (unreadable, not a JPEG, truncated, absurd dimensions, too small
-// for the chain) follow output.on_error:
+// Bad samples (unreadable, not decodable by the plan's decoder, truncated,
+// absurd dimensions, too small for the chain) follow output.on_error:
 //   skip:    the slot takes a replacement drawn from this rank's own epoch
 //            order at local position H(seed, epoch, position, k) mod N, for the
 //            smallest attempt k = 1, 2, ... that decodes (at most 16 attempts).

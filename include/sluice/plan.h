@@ -79,6 +79,12 @@ class Plan {
   // The source op (image_folder, file_list, ...) and its params, ${VARS} bound.
   const std::string& source_format() const { return source_format_; }
   const ParamList& source_params() const { return source_params_; }
+  // The decode step feeding the fusion groups and reference chains (the
+  // decode-class graph node whose output they read): its op name (e.g.
+  // "decode_jpeg"; "" in a plan with no chain) and its params, defaults filled
+  // and ${VARS} bound. The loader creates its decoder from these.
+  const std::string& decode_op() const { return decode_op_; }
+  const ParamList& decode_params() const { return decode_params_; }
   const ParamList& sampling() const { return sampling_; }
   const ParamList& batch() const { return batch_; }    // size, fields
   const ParamList& output() const { return output_; }  // knobs, on_error, device
@@ -114,6 +120,8 @@ class Plan {
  private:
   std::string path_, name_, spec_hash_, compiler_version_, source_format_;
   ParamList source_params_, sampling_, batch_, output_;
+  std::string decode_op_;
+  ParamList decode_params_;
   std::vector<FusedChain> chains_;
   std::vector<std::string> chain_fields_;
   std::vector<FusedChain> reference_chains_;

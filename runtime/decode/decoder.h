@@ -21,11 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ops/param.h"
 #include "runtime/decode/image_buffer.h"
@@ -115,5 +117,15 @@ class Decoder {
 // The decoder for the plan's decode step `op` with its params (defaults
 // filled). Errors: kUnsupported naming the op and the decoders this build has.
 Result<std::unique_ptr<Decoder>> MakeDecoder(std::string_view op, const ParamList& params);
+
+// The decode op names MakeDecoder knows, in registry order.
+std::vector<std::string_view> DecoderNames();
+
+// For decoder factories: the value of the enum parameter `name` of `op`, or
+// `fallback` when `params` lacks it. Errors: kInvalidArgument when the value
+// is not a string among `choices`.
+Result<std::string> DecoderEnumParam(const ParamList& params, std::string_view op,
+                                     const std::string& name, std::string_view fallback,
+                                     std::initializer_list<std::string_view> choices);
 
 }  // namespace sluice::runtime

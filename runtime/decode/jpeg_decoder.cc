@@ -8,6 +8,9 @@
 #include <cstdio>  // jpeglib.h needs FILE and size_t first
 #include <cstring>
 #include <string>
+#include <utility>
+
+#include "runtime/decode/orientation.h"
 
 namespace sluice::runtime {
 namespace {
@@ -280,6 +283,70 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
   }
   region.warnings = d.err.warnings;
   return region;
+}
+
+// ---- JpegDecoder: the decode_jpeg op ----------------------------------------
+
+Result<JpegDecoder::Options> JpegDecoder::ParseOptions(std::string_view op,
+                                                       const ParamList& params) {
+  Options o;
+  auto color = DecoderEnumParam(params, op, "color", "rgb", {"rgb", "gray"});
+  if (!color) return std::unexpected(color.error());
+  auto orientation = DecoderEnumParam(params, op, "orientation", "ignore", {"ignore", "exif"});
+  if (!orientation) return std::unexpected(orientation.error());
+  o.color = *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
+  o.exif_orientation = *orientation == "exif";
+  return o;
+}
+
+Result<std::unique_ptr<Decoder>> JpegDecoder::Create(const ParamList& params) {
+  auto options = ParseOptions("decode_jpeg", params);
+  if (!options) return std::unexpected(options.error());
+  return std::unique_ptr<Decoder>(new JpegDecoder(*options));
+}
+
+Result<ImageHeader> JpegDecoder::ReadHeader(std::span<const uint8_t> data) const {
+  auto info = ReadJpegHeader(data);
+  if (!info) return std::unexpected(info.error());
+  ImageHeader header{info->width, info->height, options_.color == OutputColor::kGray ? 1 : 3};
+  if (options_.exif_orientation && SwapsAxes(JpegExifOrientation(data))) {
+    std::swap(header.width, header.height);
+  }
+  return header;
+}
+
+Result<DecodedRegion> JpegDecoder::Decode(std::span<const uint8_t> data,
+                                          const DecodeRequest& request, ImageBuffer& out) const {
+  DecodeRequest r = request;
+  r.color = options_.color;
+  const int orientation = options_.exif_orientation ? JpegExifOrientation(data) : 1;
+  if (orientation == 1) return DecodeJpeg(data, r, out);
+
+  // Decode the stored image (the crop mapped into it), then turn the buffer.
+  if (r.crop) {
+    auto info = ReadJpegHeader(data);
+    if (!info) return std::unexpected(info.error());
+    const bool swap = SwapsAxes(orientation);
+    const int w = swap ? info->height : info->width, h = swap ? info->width : info->height;
+    PixelRect c = *r.crop;
+    if (c.width <= 0 || c.height <= 0 || c.x < 0 || c.y < 0 || int64_t{c.x} + c.width > w ||
+        int64_t{c.y} + c.height > h) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "JPEG decode: crop (x=" + std::to_string(c.x) + " y=" + std::to_string(c.y) +
+                           " w=" + std::to_string(c.width) + " h=" + std::to_string(c.height) +
+                           ") is not inside the " + std::to_string(w) + "x" + std::to_string(h) +
+                           " image (EXIF orientation " + std::to_string(orientation) + ")");
+    }
+    UnorientRect(orientation, w, h, c.x, c.y, c.width, c.height);
+    r.crop = c;
+  }
+  if (SwapsAxes(orientation)) std::swap(r.min_width, r.min_height);
+  // Per thread, reused: no allocation per sample once it has grown.
+  thread_local ImageBuffer stored;
+  auto region = DecodeJpeg(data, r, stored);
+  if (!region) return region;
+  ApplyOrientation(orientation, stored, out);
+  return OrientRegion(orientation, *region, stored.width(), stored.height());
 }
 
 }  // namespace sluice::runtime

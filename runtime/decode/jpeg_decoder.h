@@ -15,9 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
+#include "ops/param.h"
 #include "runtime/decode/decoder.h"
 #include "runtime/decode/image_buffer.h"
 #include "sluice/result.h"
@@ -51,5 +54,35 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
 
 // True if the bytes start with a JPEG SOI marker followed by another marker.
 bool LooksLikeJpeg(std::span<const uint8_t> data);
+
+// The `decode_jpeg` op as a Decoder: DecodeJpeg / ReadJpegHeader with the op's
+// params: `color` (rgb -> 3 channels, gray -> 1) overrides request.color;
+// `orientation: exif` applies the EXIF orientation tag (ops/exif_orientation.h)
+// so the output matches PIL's ImageOps.exif_transpose. Then ReadHeader gives
+// the oriented size, a request's crop and min_width / min_height are in
+// oriented coordinates (mapped to stored ones, so ROI and DCT scaling still
+// apply), and the DecodedRegion describes the oriented buffer. Caps: region of
+// interest and DCT scaling.
+class JpegDecoder final : public Decoder {
+ public:
+  struct Options {
+    OutputColor color = OutputColor::kRGB;
+    bool exif_orientation = false;  // orientation: exif
+  };
+  explicit JpegDecoder(Options options) : options_(options) {}
+  // From the op's params (missing ones take the op's defaults). Errors:
+  // kInvalidArgument for a value the op does not accept.
+  static Result<std::unique_ptr<Decoder>> Create(const ParamList& params);
+  static Result<Options> ParseOptions(std::string_view op, const ParamList& params);
+
+  std::string_view op_name() const override { return "decode_jpeg"; }
+  DecoderCaps caps() const override { return {.region_of_interest = true, .dct_scaling = true}; }
+  Result<ImageHeader> ReadHeader(std::span<const uint8_t> data) const override;
+  Result<DecodedRegion> Decode(std::span<const uint8_t> data, const DecodeRequest& request,
+                               ImageBuffer& out) const override;
+
+ private:
+  Options options_;
+};
 
 }  // namespace sluice::runtime

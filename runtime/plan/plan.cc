@@ -272,6 +272,50 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
     }
   }
 
+  // The decode step: the decode-class graph node whose output the first chain
+  // reads (the loader checks that every chain reads the same colour).
+  if (!plan.chains_.empty() || !plan.reference_chains_.empty()) {
+    const json& first = plan.chains_.empty() ? j["reference_chains"][0] : j["fusion_groups"][0];
+    const json input = first.value("input", json());
+    const json* decode = nullptr;
+    if (j.contains("graph") && j["graph"].is_object() &&
+        j["graph"].value("nodes", json()).is_array()) {
+      for (const json& n : j["graph"]["nodes"]) {
+        if (!n.is_object() || n.value("class", json()) != "decode" || !n.contains("outputs")) {
+          continue;
+        }
+        for (const json& o : n["outputs"]) {
+          if (o.is_object() && input.is_string() && o.value("name", json()) == input) decode = &n;
+        }
+      }
+    }
+    if (decode == nullptr || !decode->value("op", json()).is_string()) {
+      return corrupt("has no decode node (graph.nodes) feeding its fusion groups");
+    }
+    plan.decode_op_ = (*decode)["op"].get<std::string>();
+    const OpDef* decode_op = FindOp(plan.decode_op_);
+    if (decode_op == nullptr || decode_op->op_class != OpClass::kDecode) {
+      return MakeError(ErrorCode::kVersionMismatch,
+                       where + " decodes with op `" + plan.decode_op_ +
+                           "`, which this Sluice does not know",
+                       kRecompile);
+    }
+    auto decode_params =
+        pf::ParamsFromJson(decode_op->params, decode->value("params", json::object()));
+    if (!decode_params) return context(decode_params.error(), "decode " + plan.decode_op_);
+    for (auto& [name, value] : *decode_params) {
+      if (!std::holds_alternative<std::string>(value.value)) continue;
+      auto bound = BindVariables(value.AsString(), vars, plan.decode_op_ + "." + name);
+      if (!bound) {
+        Error e = bound.error();
+        e.message = where + ": " + e.message;
+        return std::unexpected(std::move(e));
+      }
+      value.value = *bound;
+    }
+    plan.decode_params_ = std::move(*decode_params);
+  }
+
   if (j.contains("placement") && j["placement"].is_object() &&
       j["placement"].value("device", json()).is_string()) {
     plan.placement_device_ = j["placement"]["device"].get<std::string>();

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "runtime/sources/file_reader.h"
+#include "runtime/sources/source_registry.h"
 
 namespace sluice::runtime {
 namespace fs = std::filesystem;
@@ -74,7 +75,9 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& 
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
 
     if (!have_header) {
-      delimiter = line.find('\t') != std::string_view::npos ? '\t' : ',';
+      delimiter = options.delimiter != 0                      ? options.delimiter
+                  : line.find('\t') != std::string_view::npos ? '\t'
+                                                              : ',';
       if (!SplitDelimitedLine(line, delimiter, fields)) {
         return MakeError(ErrorCode::kInvalidSpec, "unterminated quote in header", {},
                          where(line_no));
@@ -128,6 +131,17 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& 
     return MakeError(ErrorCode::kInvalidArgument, "file list '" + list_path + "' has no rows");
   }
   return src;
+}
+
+Result<std::unique_ptr<Source>> OpenFileListSource(const ParamList& params) {
+  SourceOptions options;
+  options.path_column = SourceParamString(params, "path_column", options.path_column);
+  options.label_column = SourceParamString(params, "label_column", options.label_column);
+  const std::string delimiter = SourceParamString(params, "delimiter", "auto");
+  options.delimiter = delimiter == "tab" ? '\t' : delimiter == "comma" ? ',' : 0;
+  auto src = FileListSource::Open(SourceParamString(params, "path", ""), options);
+  if (!src) return std::unexpected(src.error());
+  return std::unique_ptr<Source>(std::move(*src));
 }
 
 }  // namespace sluice::runtime

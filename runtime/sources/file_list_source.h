@@ -1,10 +1,13 @@
-// file_list: a CSV or TSV list of (path, label) rows.
+// file_list: a CSV or TSV list of (path, label) rows. Every row is a sample,
+// whatever its file's extension (the list names its samples explicitly; the
+// decoder the plan names decides what it accepts).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ops/param.h"
 #include "runtime/sources/source.h"
 
 namespace sluice::runtime {
@@ -12,7 +15,8 @@ namespace sluice::runtime {
 class FileListSource final : public LocalFileSource {
  public:
   // Parses the list at `list_path`. The first line is a header naming the
-  // columns; the delimiter is a tab if the header contains one, else a comma.
+  // columns; the delimiter is options.delimiter, or when that is 0 a tab if the
+  // header contains one, else a comma.
   // options.path_column and options.label_column pick the columns (other
   // columns are ignored). Fields may be quoted with '"' ("" is a literal
   // quote; a quoted field may hold the delimiter but not a newline). A relative
@@ -28,6 +32,10 @@ class FileListSource final : public LocalFileSource {
  private:
   FileListSource() = default;
 };
+
+// The registry's open function (source_registry.h): params `path` (the list),
+// `delimiter` (auto | comma | tab), `path_column`, `label_column`.
+Result<std::unique_ptr<Source>> OpenFileListSource(const ParamList& params);
 
 // Splits one delimited line into fields (exposed for tests). Returns false on
 // an unterminated quote.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "runtime/sources/file_reader.h"
+#include "runtime/sources/source_registry.h"
 
 namespace sluice::runtime {
 namespace fs = std::filesystem;
@@ -99,6 +100,12 @@ Result<std::unique_ptr<ImageFolderSource>> ImageFolderSource::Open(const std::st
                      "image_folder root '" + root + "' has no image files in its class folders");
   }
   return src;
+}
+
+Result<std::unique_ptr<Source>> OpenImageFolderSource(const ParamList& params) {
+  auto src = ImageFolderSource::Open(SourceParamString(params, "path", ""));
+  if (!src) return std::unexpected(src.error());
+  return std::unique_ptr<Source>(std::move(*src));
 }
 
 }  // namespace sluice::runtime

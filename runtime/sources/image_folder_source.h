@@ -1,10 +1,13 @@
 // image_folder: ROOT/<class>/<file>, as torchvision.datasets.ImageFolder.
+// Samples are the files with a .jpg, .jpeg or .png extension in any case
+// (.JPG, .Png, ...): the decoder the plan names decides what it accepts.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ops/param.h"
 #include "runtime/sources/source.h"
 
 namespace sluice::runtime {
@@ -26,5 +29,8 @@ class ImageFolderSource final : public LocalFileSource {
  private:
   ImageFolderSource() = default;
 };
+
+// The registry's open function (source_registry.h): params `path` (the root).
+Result<std::unique_ptr<Source>> OpenImageFolderSource(const ParamList& params);
 
 }  // namespace sluice::runtime

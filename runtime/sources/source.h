@@ -55,20 +55,18 @@ class LocalFileSource : public Source {
   std::vector<int64_t> labels_;  // parallel to paths_
 };
 
+// How the concrete sources open (their op params, read by their Open*Source
+// functions in the registry's table: runtime/sources/source_registry.h).
 struct SourceOptions {
   // file_list: names of the header columns holding the path and the label.
   std::string path_column = "path";
   std::string label_column = "label";
+  // file_list: the field separator, ',' or '\t'; 0 = auto (a tab if the
+  // header line has one, else a comma).
+  char delimiter = 0;
   // image_folder: accepted file extensions, lower case with the dot; matched
   // case-insensitively.
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};
 };
-
-// Opens a source by its spec format name: "image_folder" (path = root folder)
-// or "file_list" (path = a .csv/.tsv list). `path` is already resolved (no
-// ${VAR} left). Errors: kInvalidArgument for an unknown format, else the
-// errors of the chosen source's Open.
-Result<std::unique_ptr<Source>> OpenSource(std::string_view format, const std::string& path,
-                                           const SourceOptions& options = {});
 
 }  // namespace sluice::runtime

@@ -85,7 +85,7 @@ void CheckParamDef(const std::string& where, const ParamDef& def) {
 
 TEST(RegistryTest, OpsSortedUniqueDocumented) {
   const auto names = OpNames();
-  ASSERT_EQ(names.size(), 15u);
+  ASSERT_EQ(names.size(), 17u);
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   for (const OpDef* op : AllOps()) {

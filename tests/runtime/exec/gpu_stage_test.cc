@@ -1,4 +1,4 @@
-// The loader's GPU stage (runtime/exec/loader_core.h, docs/gpu.md).
+// The loader's GPU stage (runtime/exec/gpu_stage.h, docs/gpu.md).
 //
 // A GPU plan is made from the loader test plan: its chain is split before
 // `normalize` (gpu_from = 2) and recompiled with CUDA kernels, and plan.json

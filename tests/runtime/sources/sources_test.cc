@@ -138,7 +138,7 @@ TEST(FileListSource, TsvWithCustomColumnNames) {
   SourceOptions opts;
   opts.path_column = "file";
   opts.label_column = "class";
-  auto src = OpenSource("file_list", list, opts);
+  auto src = FileListSource::Open(list, opts);
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
   ASSERT_EQ((*src)->size(), 1u);
   EXPECT_EQ((*src)->label(0), 12);
@@ -195,11 +195,6 @@ TEST(SplitDelimitedLine, QuotedFields) {
   EXPECT_FALSE(SplitDelimitedLine("\"open", ',', f));
 }
 
-TEST(OpenSource, UnknownFormat) {
-  auto src = OpenSource("webdataset", "/tmp");
-  ASSERT_FALSE(src.has_value());
-  EXPECT_EQ(src.error().code, ErrorCode::kInvalidArgument);
-}
 
 }  // namespace
 }  // namespace sluice::runtime

@@ -1,0 +1,177 @@
+#include "runtime/decode/png_decoder.h"
+
+#include <spng.h>
+
+#include <cstring>
+#include <string>
+
+namespace sluice::runtime {
+namespace {
+
+// Bounds for ancillary data libspng keeps (e.g. a decompressed iCCP / zTXt):
+// a small file must not make it allocate much.
+constexpr size_t kMaxChunkBytes = size_t{64} << 20;
+constexpr size_t kMaxChunkCacheBytes = size_t{64} << 20;
+
+struct CtxDeleter {
+  void operator()(spng_ctx* ctx) const { spng_ctx_free(ctx); }
+};
+using Ctx = std::unique_ptr<spng_ctx, CtxDeleter>;
+
+std::unexpected<Error> Corrupt(const char* what, int err) {
+  return MakeError(ErrorCode::kCorruptData, std::string("PNG ") + what + ": " + spng_strerror(err));
+}
+
+// A context reading `data`, its IHDR parsed and checked against the limits.
+Result<Ctx> Open(std::span<const uint8_t> data, spng_ihdr& ihdr) {
+  if (!LooksLikePng(data)) {
+    return MakeError(ErrorCode::kCorruptData, "PNG header: not a PNG file (bad signature)");
+  }
+  Ctx ctx(spng_ctx_new(0));
+  if (!ctx) return MakeError(ErrorCode::kInternal, "spng_ctx_new failed");
+  // libspng only reads the buffer; its API takes a non-const pointer.
+  int err = spng_set_png_buffer(ctx.get(), const_cast<uint8_t*>(data.data()), data.size());
+  if (err == 0) err = spng_set_image_limits(ctx.get(), kMaxPngSide, kMaxPngSide);
+  if (err == 0) err = spng_set_chunk_limits(ctx.get(), kMaxChunkBytes, kMaxChunkCacheBytes);
+  if (err != 0) return Corrupt("setup", err);
+  err = spng_get_ihdr(ctx.get(), &ihdr);
+  if (err != 0) return Corrupt("header", err);
+  if (int64_t{ihdr.width} * ihdr.height > kMaxPngPixels) {
+    return MakeError(ErrorCode::kCorruptData, "PNG header: image " + std::to_string(ihdr.width) +
+                                                  "x" + std::to_string(ihdr.height) +
+                                                  " exceeds the decoder's limit (" +
+                                                  std::to_string(kMaxPngSide) + " per side, " +
+                                                  std::to_string(kMaxPngPixels) + " pixels)");
+  }
+  return ctx;
+}
+
+inline uint8_t Luma(const uint8_t* rgb) {
+  return static_cast<uint8_t>((19595 * rgb[0] + 38470 * rgb[1] + 7471 * rgb[2] + 32768) >> 16);
+}
+
+// In place: n pixels of RGB(A) -> L(A). Writes never overtake reads.
+void ToLumaInPlace(uint8_t* p, size_t n, bool alpha) {
+  const size_t in_c = alpha ? 4 : 3, out_c = alpha ? 2 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* src = p + i * in_c;
+    uint8_t* dst = p + i * out_c;
+    const uint8_t l = Luma(src), a = alpha ? src[3] : 0;
+    dst[0] = l;
+    if (alpha) dst[1] = a;
+  }
+}
+
+}  // namespace
+
+bool LooksLikePng(std::span<const uint8_t> data) {
+  static constexpr uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return data.size() >= 8 && std::memcmp(data.data(), kSignature, 8) == 0;
+}
+
+Result<PngInfo> ReadPngHeader(std::span<const uint8_t> data) {
+  spng_ihdr ihdr{};
+  auto ctx = Open(data, ihdr);
+  if (!ctx) return std::unexpected(ctx.error());
+  return PngInfo{static_cast<int>(ihdr.width), static_cast<int>(ihdr.height), ihdr.bit_depth,
+                 ihdr.color_type, ihdr.interlace_method != 0};
+}
+
+Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions& options,
+                                const std::optional<PixelRect>& crop, ImageBuffer& out) {
+  spng_ihdr ihdr{};
+  auto ctx = Open(data, ihdr);
+  if (!ctx) return std::unexpected(ctx.error());
+  const int w = static_cast<int>(ihdr.width), h = static_cast<int>(ihdr.height);
+  PixelRect c{0, 0, w, h};
+  if (crop) {
+    c = *crop;
+    if (c.width <= 0 || c.height <= 0 || c.x < 0 || c.y < 0 || int64_t{c.x} + c.width > w ||
+        int64_t{c.y} + c.height > h) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "PNG decode: crop (x=" + std::to_string(c.x) + " y=" + std::to_string(c.y) +
+                           " w=" + std::to_string(c.width) + " h=" + std::to_string(c.height) +
+                           ") is not inside the " + std::to_string(w) + "x" + std::to_string(h) +
+                           " image");
+    }
+  }
+
+  const bool gray_out = options.color == OutputColor::kGray;
+  const bool keep = options.keep_alpha;
+  // Gray PNGs of up to 8 bits decode straight to G8 / GA8; everything else
+  // goes through RGB8 / RGBA8 (and then luma, in place, for gray output).
+  const bool direct_gray =
+      gray_out && ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE && ihdr.bit_depth <= 8;
+  int fmt = keep ? SPNG_FMT_RGBA8 : SPNG_FMT_RGB8;
+  int channels = keep ? 4 : 3;
+  if (direct_gray) {
+    fmt = keep ? SPNG_FMT_GA8 : SPNG_FMT_G8;
+    channels = keep ? 2 : 1;
+  }
+  const int flags = keep ? SPNG_DECODE_TRNS : 0;
+  size_t len = 0;
+  int err = spng_decoded_image_size(ctx->get(), fmt, &len);
+  if (err != 0) return Corrupt("decode", err);
+  out.Reset(w, h, channels);
+  if (len != out.size_bytes()) {
+    return MakeError(ErrorCode::kInternal, "PNG decode: libspng wants " + std::to_string(len) +
+                                               " bytes for a " + std::to_string(w) + "x" +
+                                               std::to_string(h) + "x" + std::to_string(channels) +
+                                               " image");
+  }
+  err = spng_decode_image(ctx->get(), out.data(), len, fmt, flags);
+  if (err != 0) return Corrupt("decode", err);
+  // The rest of the file up to IEND: libspng stops reading once the pixels are
+  // complete, so a file cut inside the last IDAT's CRC or before IEND, or a
+  // damaged chunk after the image data, is only caught here.
+  err = spng_decode_chunks(ctx->get());
+  if (err != 0) return Corrupt("trailer", err);
+  if (gray_out && !direct_gray) {
+    ToLumaInPlace(out.data(), static_cast<size_t>(w) * h, keep);
+    out.Reset(w, h, keep ? 2 : 1);  // smaller: keeps the converted bytes
+  }
+
+  DecodedRegion region;
+  region.scale_denom = 1;
+  region.scaled_width = w;
+  region.scaled_height = h;
+  region.decoded = PixelRect{0, 0, w, h};
+  region.crop_x = c.x;
+  region.crop_y = c.y;
+  region.crop_width = c.width;
+  region.crop_height = c.height;
+  region.crop_in_buffer = c;
+  return region;
+}
+
+// ---- PngDecoder: the decode_png op -------------------------------------------
+
+Result<PngOptions> PngDecoder::ParseOptions(std::string_view op, const ParamList& params) {
+  PngOptions o;
+  auto color = DecoderEnumParam(params, op, "color", "rgb", {"rgb", "gray"});
+  if (!color) return std::unexpected(color.error());
+  auto alpha = DecoderEnumParam(params, op, "alpha", "drop", {"drop", "keep"});
+  if (!alpha) return std::unexpected(alpha.error());
+  o.color = *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
+  o.keep_alpha = *alpha == "keep";
+  return o;
+}
+
+Result<std::unique_ptr<Decoder>> PngDecoder::Create(const ParamList& params) {
+  auto options = ParseOptions("decode_png", params);
+  if (!options) return std::unexpected(options.error());
+  return std::unique_ptr<Decoder>(new PngDecoder(*options));
+}
+
+Result<ImageHeader> PngDecoder::ReadHeader(std::span<const uint8_t> data) const {
+  auto info = ReadPngHeader(data);
+  if (!info) return std::unexpected(info.error());
+  return ImageHeader{info->width, info->height, options_.channels()};
+}
+
+Result<DecodedRegion> PngDecoder::Decode(std::span<const uint8_t> data,
+                                         const DecodeRequest& request, ImageBuffer& out) const {
+  return DecodePng(data, options_, request.crop, out);
+}
+
+}  // namespace sluice::runtime

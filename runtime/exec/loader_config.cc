@@ -1,0 +1,319 @@
+// ResolveLoaderConfig: see loader_config.h for the contract. One function per
+// part of the configuration, called in the order Loader::Create reports
+// errors: batch, device, field layout, decode, warnings, sampling, policy and
+// knobs.
+#include "runtime/exec/loader_config.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "runtime/device/cuda_driver.h"
+
+namespace sluice::runtime {
+namespace {
+
+const ParamValue* Find(const ParamList& list, const std::string& name) {
+  auto it = list.find(name);
+  return it == list.end() ? nullptr : &it->second;
+}
+
+int64_t IntOr(const ParamList& list, const std::string& name, int64_t fallback) {
+  const ParamValue* v = Find(list, name);
+  if (v == nullptr || !std::holds_alternative<int64_t>(v->value)) return fallback;
+  return v->AsInt();
+}
+
+std::string StringOr(const ParamList& list, const std::string& name, std::string fallback) {
+  const ParamValue* v = Find(list, name);
+  if (v == nullptr || !std::holds_alternative<std::string>(v->value)) return fallback;
+  return v->AsString();
+}
+
+// The device: the GPU stages run on the GPU when asked for (or `auto`) and a
+// device is usable; otherwise the whole-chain CPU kernels (a warning), or an
+// error when cuda was forced.
+Status ResolveDevice(const Plan& p, const LoaderOptions& options, const LoaderEnvironment& env,
+                     LoaderConfig& c) {
+  const std::string& where = c.where;
+  const std::string requested = options.device.value_or(StringOr(p.output(), "device", "auto"));
+  if (requested != "auto" && requested != "cpu") {
+    if (auto parsed = cuda::ParseCudaDevice(requested); !parsed) {
+      return MakeError(ErrorCode::kInvalidArgument, where + ": " + parsed.error().message);
+    }
+  }
+  const bool forced = requested.starts_with("cuda");
+  const bool has_stage = std::any_of(p.gpu_stages().begin(), p.gpu_stages().end(),
+                                     [](const auto& st) { return st.has_value(); });
+  c.gpu.wait = options.wait_for_device;
+  if (requested != "cpu" && has_stage) {
+    const std::string& which = forced ? requested : p.placement_device();
+    if (which.starts_with("cuda")) c.gpu.ordinal = cuda::ParseCudaDevice(which).value_or(0);
+    Status opened = env.open_gpu
+                        ? env.open_gpu(c.gpu.ordinal)
+                        : MakeError(ErrorCode::kUnsupported, "no CUDA device is available");
+    if (!opened) {
+      if (forced) {
+        return MakeError(
+            ErrorCode::kUnsupported,
+            where + ": output device `" + requested + "` is not usable: " + opened.error().message,
+            "run on a machine with a CUDA device, or set device: cpu (the plan's "
+            "whole-chain CPU kernels then run instead)");
+      }
+      c.warnings.push_back(where + " places work on the GPU, but " + opened.error().message +
+                           "; running the whole chains on the CPU");
+    } else {
+      c.gpu.use = true;
+      c.device = "cuda:" + std::to_string(c.gpu.ordinal);
+    }
+  } else if (forced && !has_stage) {
+    c.warnings.push_back(where + ": output device `" + requested +
+                         "` requested, but the plan has no GPU stage (compiled without "
+                         "CUDA kernels, or nothing placed on the GPU); batches stay on the "
+                         "host");
+  }
+  return Ok();
+}
+
+// Which chain, reference chain or label writes field `name`, and its type.
+Status ResolveFieldSource(const Plan& p, const std::string& name, const std::string& value,
+                          const std::string& where, FieldLayout& f) {
+  for (size_t c = 0; c < p.chain_fields().size(); ++c) {
+    if (p.chain_fields()[c] == name) f.chain = static_cast<int>(c);
+  }
+  if (f.chain < 0) {
+    for (size_t r = 0; r < p.reference_fields().size(); ++r) {
+      if (p.reference_fields()[r] == name) f.reference = static_cast<int>(r);
+    }
+  }
+  if (f.chain >= 0 || f.reference >= 0) {
+    f.steps = f.chain >= 0 ? &p.chains()[f.chain] : &p.reference_chains()[f.reference];
+    const TensorType& t = f.steps->output;
+    if (!t.is_static()) {
+      return MakeError(ErrorCode::kUnsupported,
+                       where + ": field `" + name + "` has a non-static type " + t.ToString());
+    }
+    if (t.dtype == DType::kBytes) {
+      return MakeError(ErrorCode::kUnsupported,
+                       where + ": field `" + name + "` has type " + t.ToString());
+    }
+    f.dtype = t.dtype;
+    f.sample_shape = t.dims;
+    return Ok();
+  }
+  if (value == "cls") {
+    f.dtype = DType::kInt64;
+    return Ok();
+  }
+  return MakeError(ErrorCode::kUnsupported,
+                   where + ": batch field `" + name + "` (value `" + value +
+                       "`) is written neither by a fused kernel, a reference chain nor "
+                       "the source's label (its per-sample chain is not a simple chain of "
+                       "single-input ops from a decode)",
+                   "recompile; report.txt says which ops were not fused");
+}
+
+// Every field's place in a pool buffer (and, on the GPU path, in the
+// buffer's device block).
+Status ResolveFields(const Plan& p, const ParamValue& fields, LoaderConfig& c) {
+  size_t offset = 0;
+  const size_t b = static_cast<size_t>(c.batch_size);
+  for (const auto& [name, value] : fields.AsStringMap()) {
+    FieldLayout f;
+    f.name = name;
+    SLUICE_RETURN_IF_ERROR(ResolveFieldSource(p, name, value, c.where, f));
+    int64_t elems = 1;
+    for (int64_t d : f.sample_shape) elems *= d;
+    f.sample_bytes = static_cast<size_t>(elems) * static_cast<size_t>(DTypeSize(f.dtype));
+    f.host_sample_bytes = f.sample_bytes;
+    if (f.chain >= 0) f.kernel = &p.cpu_kernel(static_cast<size_t>(f.chain));
+    if (c.gpu.use && f.chain >= 0 && p.gpu_stages()[f.chain]) {
+      const GpuStage& stage = *p.gpu_stages()[f.chain];
+      int64_t staging = 1;
+      for (int64_t d : stage.staging.dims) staging *= d;
+      f.gpu = true;
+      f.kernel = p.cpu_part_kernel(static_cast<size_t>(f.chain));
+      f.staging_dims = stage.staging.dims;
+      f.gpu_batch_symbol = stage.gpu_batch_symbol;
+      f.host_sample_bytes = static_cast<size_t>(staging);
+      f.device_staging = c.gpu.device_bytes;
+      c.gpu.device_bytes += cuda::DeviceArena::Rounded(f.host_sample_bytes * b);
+      f.device_output = c.gpu.device_bytes;
+      c.gpu.device_bytes += cuda::DeviceArena::Rounded(f.sample_bytes * b);
+    }
+    f.offset = offset;
+    offset += f.host_sample_bytes * b;
+    offset = (offset + 63) / 64 * 64;
+    c.fields.push_back(std::move(f));
+  }
+  c.buffer_bytes = std::max<size_t>(offset, 64);
+  return Ok();
+}
+
+// The decode step. One decode feeds every chain (fused or reference): they
+// must agree on the colour.
+Status ResolveDecode(const Plan& p, const LoaderOptions& options, LoaderConfig& c) {
+  std::vector<const FusedChain*> all_chains;
+  for (const FusedChain& chain : p.chains()) all_chains.push_back(&chain);
+  for (const FusedChain& chain : p.reference_chains()) all_chains.push_back(&chain);
+  auto channels = [](const FusedChain& chain) -> int64_t {
+    const int axis = chain.input.channel_axis();
+    return axis >= 0 && chain.input.dims[axis] > 0 ? chain.input.dims[axis] : 3;
+  };
+  c.channels = channels(*all_chains.front());
+  for (const FusedChain* chain : all_chains) {
+    if (channels(*chain) != c.channels) {
+      return MakeError(ErrorCode::kUnsupported, c.where + ": chains read different colour decodes");
+    }
+  }
+  c.decode_op = p.decode_op();
+  c.decode_params = p.decode_params();
+  c.pushdown.region = p.chains().size() == 1 && p.reference_chains().empty();
+  c.pushdown.dct_scaling = options.dct_scaling;
+  return Ok();
+}
+
+// Reference fields: one warning per loader naming each.
+void AddReferenceWarning(const Plan& p, LoaderConfig& c) {
+  std::string slow;
+  int slow_fields = 0;
+  for (const FieldLayout& f : c.fields) {
+    if (f.reference < 0) continue;
+    std::string reason = p.reference_reasons()[f.reference];
+    if (reason.starts_with("not fused: ")) reason = reason.substr(11);
+    slow += "batch field `" + f.name + "` is not fused" +
+            (reason.empty() ? std::string() : " (" + reason + ")") + "; ";
+    ++slow_fields;
+  }
+  if (slow_fields > 0) {
+    c.warnings.push_back(
+        slow + (slow_fields == 1 ? "it runs" : "they run") +
+        " on the reference implementations, much slower than a fused kernel — see report.txt");
+  }
+}
+
+// Order, seed and sharding (rank / world size: the options, else the plan's
+// explicit values, else the environment).
+Status ResolveSampling(const Plan& p, const LoaderOptions& options, const LoaderEnvironment& env,
+                       LoaderConfig& c) {
+  const ParamList& s = p.sampling();
+  c.seed = options.seed.value_or(static_cast<uint64_t>(IntOr(s, "seed", 0)));
+  c.first_epoch = options.epoch;
+  SamplerConfig& config = c.sampler;
+  config.seed = c.seed;
+  config.order = StringOr(s, "order", "shuffle") == "sequential" ? SampleOrder::kSequential
+                                                                 : SampleOrder::kShuffle;
+  config.remainder = StringOr(s, "remainder", "drop") == "pad" ? Remainder::kPad : Remainder::kDrop;
+  config.batch_size = static_cast<uint64_t>(c.batch_size);
+  int rank = 0, world = 1;
+  if (StringOr(s, "sharding", "auto") != "none") {
+    int64_t plan_rank = IntOr(s, "rank", -1), plan_world = IntOr(s, "world_size", -1);
+    if (options.rank >= 0 || options.world_size >= 0) {
+      rank = std::max(options.rank, 0);
+      world = std::max(options.world_size, 1);
+    } else if (plan_rank >= 0 || plan_world >= 0) {
+      rank = static_cast<int>(std::max<int64_t>(plan_rank, 0));
+      world = static_cast<int>(std::max<int64_t>(plan_world, 1));
+    } else {
+      if (!env.distributed) return std::unexpected(env.distributed.error());
+      rank = env.distributed->rank;
+      world = env.distributed->world_size;
+    }
+  }
+  config.rank = rank;
+  config.world_size = world;
+  return Ok();
+}
+
+// The error policy and ordering.
+void ResolvePolicy(const Plan& p, const LoaderOptions& options, LoaderConfig& c) {
+  const ParamList& out = p.output();
+  if (const ParamValue* on_error = Find(out, "on_error")) {
+    const ParamList& e = on_error->AsSection();
+    std::string policy = StringOr(e, "policy", "skip");
+    c.policy = policy == "fail"      ? ErrorPolicy::kFail
+               : policy == "replace" ? ErrorPolicy::kReplace
+                                     : ErrorPolicy::kSkip;
+    if (const ParamValue* mf = Find(e, "max_fraction")) c.max_fraction = mf->AsFloat();
+  }
+  c.relaxed = options.relaxed_ordering.value_or(StringOr(out, "ordering", "strict") == "relaxed");
+}
+
+// threads, in_flight, prefetch: LoaderOptions, else the spec's explicit value,
+// else the plan's tuned value, else the auto rule (loader.h).
+Status ResolveKnobs(const Plan& p, const LoaderOptions& options, const LoaderEnvironment& env,
+                    LoaderConfig& c) {
+  const ParamList& out = p.output();
+  const TunedKnobs& tuned = p.tuned();
+  int64_t threads = options.threads > 0 ? options.threads : IntOr(out, "threads", -1);
+  if (threads <= 0) threads = tuned.threads;
+  if (threads <= 0) threads = IntOr(out, "cpu_budget", -1);
+  if (threads <= 0) threads = std::max(1u, env.hardware_concurrency);
+  int64_t in_flight = options.in_flight > 0 ? options.in_flight : IntOr(out, "in_flight", -1);
+  if (in_flight <= 0) in_flight = tuned.in_flight;
+  if (in_flight <= 0) in_flight = threads;  // one sample per worker
+  int64_t prefetch = options.prefetch > 0 ? options.prefetch : IntOr(out, "prefetch", -1);
+  if (prefetch <= 0) prefetch = tuned.prefetch;
+  if (prefetch <= 0) prefetch = 2;
+  if (options.threads == 0 || options.prefetch == 0 || options.in_flight == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "LoaderOptions threads/prefetch/in_flight must be positive or -1 (auto)");
+  }
+  c.threads = static_cast<int>(threads);
+  c.workers = static_cast<int>(std::min(threads, in_flight));
+  c.prefetch = static_cast<int>(prefetch);
+  c.online_tuning = options.threads <= 0 && options.in_flight <= 0 && options.prefetch <= 0 &&
+                    IntOr(out, "threads", -1) <= 0 && IntOr(out, "in_flight", -1) <= 0 &&
+                    IntOr(out, "prefetch", -1) <= 0 && tuned.threads <= 0 && tuned.in_flight <= 0 &&
+                    tuned.prefetch <= 0;
+  return Ok();
+}
+
+}  // namespace
+
+LoaderEnvironment LoaderEnvironment::FromProcess(std::function<Status(int ordinal)> open_gpu) {
+  LoaderEnvironment env;
+  env.hardware_concurrency = std::thread::hardware_concurrency();
+  env.distributed = DistributedEnvFromEnvironment();
+  env.open_gpu = std::move(open_gpu);
+  return env;
+}
+
+Result<LoaderConfig> ResolveLoaderConfig(const Plan& p, const LoaderOptions& options,
+                                         const LoaderEnvironment& env) {
+  LoaderConfig c;
+  c.where = "plan `" + p.path() + "`";
+  c.spec_hash = p.spec_hash();
+  c.source_format = p.source_format();
+  c.source_params = p.source_params();
+  const ParamValue* size = Find(p.batch(), "size");
+  const ParamValue* fields = Find(p.batch(), "fields");
+  if (size == nullptr || fields == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument, c.where + " has no batch.size or batch.fields");
+  }
+  c.batch_size = size->AsInt();
+  if (c.batch_size <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument, c.where + ": batch.size must be positive");
+  }
+  if (p.chains().empty() && p.reference_chains().empty()) {
+    return MakeError(ErrorCode::kUnsupported,
+                     c.where + " has no fused kernel and no reference chain",
+                     "recompile it with this version of sluice; report.txt says what was fused");
+  }
+  SLUICE_RETURN_IF_ERROR(ResolveDevice(p, options, env, c));
+  SLUICE_RETURN_IF_ERROR(ResolveFields(p, *fields, c));
+  SLUICE_RETURN_IF_ERROR(ResolveDecode(p, options, c));
+  AddReferenceWarning(p, c);
+  SLUICE_RETURN_IF_ERROR(ResolveSampling(p, options, env, c));
+  ResolvePolicy(p, options, c);
+  SLUICE_RETURN_IF_ERROR(ResolveKnobs(p, options, env, c));
+  return c;
+}
+
+PushdownConfig EffectivePushdown(const PushdownConfig& wanted, const DecoderCaps& caps) {
+  PushdownConfig out;
+  out.region = wanted.region && caps.region_of_interest;
+  out.dct_scaling = out.region && wanted.dct_scaling && caps.dct_scaling;
+  return out;
+}
+
+}  // namespace sluice::runtime
