@@ -17,6 +17,7 @@ packages=(
   googletest libgtest-dev libgmock-dev   # unit tests
   libbenchmark-dev         # micro benchmarks
   llvm-14-tools            # FileCheck for compiler golden tests
+  clang-16 libclang-rt-16-dev  # libFuzzer harnesses (bench/fuzz, ctest -L fuzz): clang 16+ and its libFuzzer/ASan/UBSan runtimes
   python3-dev pybind11-dev # the Python package's extension module (python/)
   python3-numpy python3-pytest python3-pil  # Python tests (tests/python)
   python3-torch python3-torchvision         # torch hand-off tests, torchvision comparison, examples/python

@@ -52,7 +52,13 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& 
   std::vector<uint8_t> bytes;
   auto size = ReadWholeFile(list_path, bytes);
   if (!size) return std::unexpected(size.error());
-  std::string_view text(reinterpret_cast<const char*>(bytes.data()), *size);
+  return Parse(std::string_view(reinterpret_cast<const char*>(bytes.data()), *size), list_path,
+               options);
+}
+
+Result<std::unique_ptr<FileListSource>> FileListSource::Parse(std::string_view text,
+                                                              const std::string& list_path,
+                                                              const SourceOptions& options) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 BOM
 
   fs::path base = fs::path(list_path).parent_path();

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/param.h"
@@ -28,6 +29,12 @@ class FileListSource final : public LocalFileSource {
   // a bad label or an unterminated quote; kInvalidArgument for an empty list.
   static Result<std::unique_ptr<FileListSource>> Open(const std::string& list_path,
                                                       const SourceOptions& options = {});
+  // The same list from its text (no file system access): `list_path` names it
+  // in messages and its directory is the base of relative paths. Same errors
+  // as Open except kNotFound / kIo.
+  static Result<std::unique_ptr<FileListSource>> Parse(std::string_view text,
+                                                       const std::string& list_path,
+                                                       const SourceOptions& options = {});
 
  private:
   FileListSource() = default;

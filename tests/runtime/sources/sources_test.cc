@@ -180,6 +180,25 @@ TEST(FileListSource, MissingListAndMissingSample) {
   EXPECT_NE(r.error().message.find("gone.jpg"), std::string::npos);
 }
 
+TEST(FileListSource, ParseFromText) {
+  const std::string text = "\xEF\xBB\xBFid\tpath\tlabel\n1\ta.jpg\t4\n2\t/abs/b.jpg\t-2\n";
+  auto src = FileListSource::Parse(text, "/lists/train.tsv");
+  ASSERT_TRUE(src.has_value()) << src.error().ToString();
+  ASSERT_EQ((*src)->size(), 2u);
+  EXPECT_EQ((*src)->path(0), "/lists/a.jpg");
+  EXPECT_EQ((*src)->path(1), "/abs/b.jpg");
+  EXPECT_EQ((*src)->label(0), 4);
+  EXPECT_EQ((*src)->label(1), -2);
+
+  auto bad = FileListSource::Parse("path,label\na.jpg,x\n", "mem.csv");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidSpec);
+  EXPECT_NE(bad.error().ToString().find("mem.csv:2"), std::string::npos) << bad.error().ToString();
+  auto empty = FileListSource::Parse("", "mem.csv");
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_EQ(empty.error().code, ErrorCode::kInvalidArgument);
+}
+
 TEST(SplitDelimitedLine, QuotedFields) {
   std::vector<std::string> f;
   ASSERT_TRUE(SplitDelimitedLine(R"(a,"b ""q"", c",,d)", ',', f));
