@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <string>
 
+#include "runtime/plan/plan_internal.h"
 #include "sluice/plan.h"
 
 namespace {
