@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& s = **src;
   if (s.size() == 0) std::abort();  // an empty list is an error
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s.path(i).empty()) std::abort();
+    if (s.SampleName(i).empty()) std::abort();
     (void)s.label(i);
   }
   return 0;

@@ -295,7 +295,7 @@ void LoaderCore::RecordBadLocked(const Outcome& o) {
     if (config_.policy == ErrorPolicy::kSkip) ++skipped_;
     if (config_.policy == ErrorPolicy::kReplace) ++replaced_;
     if (last_bad_.size() == 8) last_bad_.erase(last_bad_.begin());
-    last_bad_.push_back(BadSample{source_->path(o.bad_index[i]), o.bad_error[i]->message});
+    last_bad_.push_back(BadSample{source_->SampleName(o.bad_index[i]), o.bad_error[i]->message});
   }
   const double max_fraction = config_.max_fraction;
   const double allowed = max_fraction * static_cast<double>(sampler_->samples_per_rank());

@@ -148,13 +148,13 @@ void SampleWorker::Process(const Job& job, const EpochOrder& order, Scratch& scr
   Error e;
   e.code = ErrorCode::kCorruptData;
   e.message = "no decodable sample after " + std::to_string(Outcome::kMaxAttempts) +
-              " replacement attempts for " + source_.path(index);
+              " replacement attempts for " + source_.SampleName(index);
   out.error = std::move(e);
 }
 
 Error SampleWorker::WithPath(const Error& e, uint64_t index) const {
   Error copy = e;
-  const std::string& path = source_.path(index);
+  const std::string path = source_.SampleName(index);
   if (copy.message.find(path) == std::string::npos) copy.message = path + ": " + copy.message;
   return copy;
 }
@@ -178,7 +178,7 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
   out.decode_ns += Ns(t1, Clock::now());
   if (!region) return std::unexpected(WithPath(region.error(), index));
   if (scratch.image.channels() != config_.channels) {
-    return MakeError(ErrorCode::kCorruptData, source_.path(index) + ": decoded to " +
+    return MakeError(ErrorCode::kCorruptData, source_.SampleName(index) + ": decoded to " +
                                                   std::to_string(scratch.image.channels()) +
                                                   " channels; the plan's chains read " +
                                                   std::to_string(config_.channels));

@@ -4,7 +4,7 @@
 
 namespace sluice::runtime {
 
-Result<size_t> Source::Read(size_t i, std::vector<uint8_t>& buffer) const {
+Result<size_t> LocalFileSource::Read(size_t i, std::vector<uint8_t>& buffer) const {
   if (i >= size()) {
     return MakeError(ErrorCode::kInvalidArgument, "sample index " + std::to_string(i) +
                                                       " out of range (size " +

@@ -23,9 +23,9 @@ class Source {
 
   // Number of samples; indices are [0, size()).
   virtual size_t size() const = 0;
-  // Path of sample i as it is opened (absolute or relative to the process
-  // working directory, as given to the source). i < size().
-  virtual const std::string& path(size_t i) const = 0;
+  // How messages name sample i (a file path, or "SHARD:KEY" inside a shard);
+  // never used to open anything. Not on the hot path: may allocate. i < size().
+  virtual std::string SampleName(size_t i) const = 0;
   // Integer label of sample i. i < size().
   virtual int64_t label(size_t i) const = 0;
   // Names of the classes for label values 0..K-1, when the source knows them
@@ -35,9 +35,13 @@ class Source {
   // Reads sample i's whole file into `buffer` (grown only when too small, never
   // shrunk) and returns its byte count n; buffer[0, n) is the payload.
   // Errors: kNotFound / kIo naming the path; kInvalidArgument for i >= size().
-  // The default reads the local file path(i) with pread (ReadWholeFile);
-  // sources that do not live in local files override it.
-  virtual Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const;
+  virtual Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const = 0;
+
+  // For sources whose samples live in shards read best in order (tar_shards):
+  // the first sample index of each shard, ascending, starting at 0 (shard k is
+  // [starts[k], starts[k+1]) and the last runs to size()). Empty for sources
+  // without shards. order: shard_shuffle needs it.
+  virtual std::vector<uint64_t> ShardStarts() const { return {}; }
 };
 
 // A source whose samples are local files listed when it is opened: it holds
@@ -45,9 +49,14 @@ class Source {
 class LocalFileSource : public Source {
  public:
   size_t size() const override { return paths_.size(); }
-  const std::string& path(size_t i) const override { return paths_[i]; }
+  std::string SampleName(size_t i) const override { return paths_[i]; }
+  // Path of sample i as it is opened (absolute or relative to the process
+  // working directory, as given to the source). i < size().
+  const std::string& path(size_t i) const { return paths_[i]; }
   int64_t label(size_t i) const override { return labels_[i]; }
   const std::vector<std::string>& class_names() const override { return classes_; }
+  // Reads the local file path(i) with pread (ReadWholeFile).
+  Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const override;
 
  protected:
   std::vector<std::string> classes_;  // may stay empty (file_list)

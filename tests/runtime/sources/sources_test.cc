@@ -33,7 +33,7 @@ TEST(ImageFolderSource, ClassesSortedFilesSortedExtensionsFiltered) {
 
   auto src = ImageFolderSource::Open(dir.path().string());
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
-  const Source& s = **src;
+  const LocalFileSource& s = **src;
   EXPECT_EQ(s.class_names(), (std::vector<std::string>{"ant", "mole", "zebra"}));
   ASSERT_EQ(s.size(), 6u);
   std::vector<std::string> got;
@@ -114,7 +114,7 @@ TEST(FileListSource, CsvRelativePathsQuotesAndExtraColumns) {
                                    abs + "\n");
   auto src = FileListSource::Open(list);
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
-  const Source& s = **src;
+  const LocalFileSource& s = **src;
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s.label(0), 3);
   EXPECT_EQ(s.label(1), 7);
@@ -185,8 +185,8 @@ TEST(FileListSource, ParseFromText) {
   auto src = FileListSource::Parse(text, "/lists/train.tsv");
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
   ASSERT_EQ((*src)->size(), 2u);
-  EXPECT_EQ((*src)->path(0), "/lists/a.jpg");
-  EXPECT_EQ((*src)->path(1), "/abs/b.jpg");
+  EXPECT_EQ((*src)->SampleName(0), "/lists/a.jpg");
+  EXPECT_EQ((*src)->SampleName(1), "/abs/b.jpg");
   EXPECT_EQ((*src)->label(0), 4);
   EXPECT_EQ((*src)->label(1), -2);
 
