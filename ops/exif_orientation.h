@@ -1,6 +1,6 @@
 // EXIF orientation tag reader, shared by the decode_jpeg / decode_image
 // reference implementations (ops/decode_ops.cc) and the runtime decoders
-// (runtime/decode/exif.h applies the transform).
+// (runtime/decode/orientation.h applies the transform).
 //
 // A small bounds-checked TIFF IFD0 walk for one tag (0x0112), not a general
 // EXIF parser: libexif would be a new dependency for one integer, and the walk

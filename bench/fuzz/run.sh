@@ -22,7 +22,8 @@
 # "-runs=1000000" to stop after that many executions).
 set -eu
 src="$(cd "$(dirname "$0")/../.." && pwd)"
-harnesses="spec_parser plan_json jpeg_decode png_decode file_list"
+# Every bench/fuzz/NAME_fuzz.cc (as the top-level CMakeLists.txt lists them).
+harnesses=$(cd "$src/bench/fuzz" && ls -- *_fuzz.cc | sed 's/_fuzz\.cc$//' | tr '\n' ' ')
 
 usage() {
   sed -n '3,8p' "$0" | sed 's/^# \{0,1\}//' >&2

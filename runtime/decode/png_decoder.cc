@@ -111,14 +111,18 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
   size_t len = 0;
   int err = spng_decoded_image_size(ctx->get(), fmt, &len);
   if (err != 0) return Corrupt("decode", err);
-  out.Reset(w, h, channels);
-  if (len != out.size_bytes()) {
+  // A turned image is decoded into a per-thread buffer (reused: no allocation
+  // per sample once it has grown) and turned from there into `out`.
+  thread_local ImageBuffer stored;
+  ImageBuffer& dst = orientation != 1 ? stored : out;
+  dst.Reset(w, h, channels);
+  if (len != dst.size_bytes()) {
     return MakeError(ErrorCode::kInternal, "PNG decode: libspng wants " + std::to_string(len) +
                                                " bytes for a " + std::to_string(w) + "x" +
                                                std::to_string(h) + "x" + std::to_string(channels) +
                                                " image");
   }
-  err = spng_decode_image(ctx->get(), out.data(), len, fmt, flags);
+  err = spng_decode_image(ctx->get(), dst.data(), len, fmt, flags);
   if (err != 0) return Corrupt("decode", err);
   // The rest of the file up to IEND: libspng stops reading once the pixels are
   // complete, so a file cut inside the last IDAT's CRC or before IEND, or a
@@ -126,15 +130,10 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
   err = spng_decode_chunks(ctx->get());
   if (err != 0) return Corrupt("trailer", err);
   if (gray_out && !direct_gray) {
-    ToLumaInPlace(out.data(), static_cast<size_t>(w) * h, keep);
-    out.Reset(w, h, keep ? 2 : 1);  // smaller: keeps the converted bytes
+    ToLumaInPlace(dst.data(), static_cast<size_t>(w) * h, keep);
+    dst.Reset(w, h, keep ? 2 : 1);  // smaller: keeps the converted bytes
   }
-  if (orientation != 1) {
-    thread_local ImageBuffer stored;  // per thread, reused
-    stored.Reset(w, h, out.channels());
-    std::memcpy(stored.data(), out.data(), out.size_bytes());
-    ApplyOrientation(orientation, stored, out);
-  }
+  if (orientation != 1) ApplyOrientation(orientation, stored, out);
 
   DecodedRegion region;
   region.scale_denom = 1;

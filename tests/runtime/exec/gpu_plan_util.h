@@ -1,9 +1,10 @@
 // SplitForGpu: turns a compiled CPU plan into a plan whose first fusion group
 // runs its pointwise tail batch-wide on the GPU, the way the placement pass
-// would with a GPU profile, without needing one: the chain is cut before its
-// first `normalize` (steps before it run per sample on the CPU and write a
-// uint8 staging image), the kernels are recompiled with CUDA, and plan.json
-// gets the group's gpu fields, the staged batch layout (SetStagedLayout),
+// would with a GPU profile, without needing one: the chain is cut at its first
+// legal split point (GpuSplitPoints: steps before it run per sample on the CPU
+// and write a uint8 staging image, the rest have a batch-wide GPU lowering),
+// the kernels are recompiled with CUDA, and plan.json gets the group's gpu
+// fields, the staged batch layout (the memory_planning pass's LayOutBatch),
 // placement device cuda:0 and output.device auto
 // (the loader takes the GPU when there is one, else warns and runs the whole
 // chain on the CPU).
@@ -22,17 +23,18 @@
 #include <vector>
 
 #include "compiler/codegen/codegen.h"
+#include "compiler/passes/fused_chains.h"
+#include "compiler/passes/pass.h"
 #include "ops/fusion/plan_format.h"
 #include "runtime/plan/plan_internal.h"
 #include "sluice/plan.h"
-#include "tests/runtime/exec/staged_layout.h"
 
 namespace sluice::testing_gpu {
 
 // Rewrites the plan directory `plan_dir` in place (see above). `cpu_targets`:
 // the CPU targets of the recompiled kernels.so. Returns the cut (gpu_from).
-// Errors: the plan does not load, no `normalize` step to cut before, or the
-// CUDA compile failed.
+// Errors: the plan does not load, its first chain has no GPU split point, or
+// the CUDA compile failed.
 inline Result<int> SplitForGpu(const std::string& plan_dir,
                                const std::vector<std::string>& cpu_targets) {
   namespace fs = std::filesystem;
@@ -41,14 +43,12 @@ inline Result<int> SplitForGpu(const std::string& plan_dir,
   if (!plan) return std::unexpected(plan.error());
   std::vector<FusedChain> chains = plan->chains();
   if (chains.empty()) return MakeError(ErrorCode::kInvalidArgument, "the plan has no fused chain");
-  int cut = -1;
-  for (size_t i = 0; i < chains[0].steps.size() && cut < 0; ++i) {
-    if (chains[0].steps[i].op->name == "normalize") cut = static_cast<int>(i);
-  }
-  if (cut < 0) {
+  const std::vector<int> splits = GpuSplitPoints(chains[0]);
+  if (splits.empty()) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "chain `" + chains[0].symbol + "` has no `normalize` step to cut before");
+                     "chain `" + chains[0].symbol + "` has no GPU split point");
   }
+  const int cut = splits.front();
   chains[0].gpu_from = cut;
   CodegenOptions opt;
   opt.cpu_targets = cpu_targets;
@@ -68,9 +68,27 @@ inline Result<int> SplitForGpu(const std::string& plan_dir,
   group["cpu_part_symbol"] = art->kernels[0].cpu_part_symbol;
   group["gpu_batch_symbol"] = art->kernels[0].gpu_batch_symbol;
   group["staging_type"] = plan_format::TypeToJson(art->kernels[0].staging);
-  int64_t staging_bytes = 1;  // uint8: one byte per element
-  for (int64_t d : art->kernels[0].staging.dims) staging_bytes *= d;
-  SetStagedLayout(j, plan->chain_fields()[0], staging_bytes);
+  // The staged layout, as memory_planning lays it out: the split field's host
+  // block holds the uint8 staging images.
+  json& memory = j["memory"];
+  std::vector<FieldMemory> fields;
+  for (const json& f : memory["fields"]) {
+    fields.push_back(FieldMemory{
+        .field = f["field"].get<std::string>(),
+        .bytes_per_sample = f["bytes_per_sample"].get<int64_t>(),
+        .staging_bytes_per_sample = f["staging_bytes_per_sample"].get<int64_t>()});
+  }
+  for (FieldMemory& f : fields) {
+    if (f.field != plan->chain_fields()[0]) continue;
+    f.staging_bytes_per_sample = 1;  // uint8: one byte per element
+    for (int64_t d : art->kernels[0].staging.dims) f.staging_bytes_per_sample *= d;
+  }
+  const MemoryPlan laid_out = LayOutBatch(std::move(fields), memory["batch_size"].get<int64_t>());
+  for (size_t i = 0; i < laid_out.fields.size(); ++i) {
+    memory["fields"][i]["staging_bytes_per_sample"] = laid_out.fields[i].staging_bytes_per_sample;
+    memory["fields"][i]["staged_offset"] = laid_out.fields[i].staged_offset;
+  }
+  memory["staged_batch_bytes"] = laid_out.staged_batch_bytes;
   j["placement"]["device"] = "cuda:0";
   j["output"]["device"] = "auto";
   std::ofstream(fs::path(plan_dir) / "plan.json") << j.dump(2);

@@ -2,8 +2,9 @@
 // memory_planning pass writes it for a chain split for the GPU: batch field
 // `field` holds uint8 staging images of `staging_bytes` each in the staged
 // layout; every field's block is 64-byte aligned, the buffer at least 64 bytes.
-// For tests and tools that split a compiled plan by hand (gpu_plan_util.h,
-// loader_config_test.cc). Header-only, no compiler needed.
+// For loader_config_test.cc, which also builds without the compiler
+// (SLUICE_TESTS_NO_COMPILER) and so cannot call the pass's LayOutBatch, as
+// gpu_plan_util.h does. Header-only, no compiler needed.
 #pragma once
 
 #include <nlohmann/json.hpp>
