@@ -71,7 +71,7 @@ std::unexpected<Error> Outside(const std::string& shown, const std::string& dir)
 int OpenBeneath(int dir_fd, const char* rel) {
 #ifdef SYS_openat2
   struct open_how how {};
-  how.flags = O_RDONLY | O_CLOEXEC;
+  how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;  // a FIFO fails fstat, never blocks
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
   long fd;
   do {
@@ -161,7 +161,7 @@ Result<size_t> ConfinedDir::Read(const char* rel, const std::string& shown,
   }
   int fd;
   do {
-    fd = ::open(resolved, O_RDONLY | O_CLOEXEC);
+    fd = ::open(resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return ErrnoError(errno, "cannot open", shown);
   FdCloser closer(fd);

@@ -3,6 +3,7 @@
 #include "runtime/sources/file_list_source.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
@@ -141,6 +142,25 @@ TEST(FileListContainment, RegistryParam) {
   auto src = OpenSource("file_list", params);
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
   EXPECT_EQ(Contents(**src, 0), "UP");
+}
+
+TEST(FileListContainment, FifoIsAnErrorNotAHang) {
+  // A named pipe with no writer: the confined open does not wait for one.
+  TempDir dir;
+  fs::create_directories(dir.path() / "root");
+  ASSERT_EQ(::mkfifo((dir.path() / "root/pipe.jpg").c_str(), 0600), 0);
+  const std::string list = dir.Write("root/list.csv", "path,label\npipe.jpg,0\n");
+  for (bool fallback : {false, true}) {
+    UseRealpathFallbackForTesting(fallback);
+    auto src = FileListSource::Open(list);
+    ASSERT_TRUE(src.has_value());
+    std::vector<uint8_t> buf;
+    auto r = (*src)->Read(0, buf);
+    UseRealpathFallbackForTesting(false);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code, ErrorCode::kIo);
+    EXPECT_NE(r.error().message.find("not a regular file"), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(FileListContainment, ListInTheWorkingDirectory) {
