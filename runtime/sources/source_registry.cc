@@ -3,6 +3,7 @@
 
 #include "runtime/sources/file_list_source.h"
 #include "runtime/sources/image_folder_source.h"
+#include "runtime/sources/tar_shards_source.h"
 
 namespace sluice::runtime {
 namespace {
@@ -10,6 +11,7 @@ namespace {
 constexpr SourceEntry kSources[] = {
     {"image_folder", OpenImageFolderSource},
     {"file_list", OpenFileListSource},
+    {"tar_shards", OpenTarShardsSource},
 };
 
 }  // namespace
