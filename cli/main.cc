@@ -52,6 +52,15 @@ commands:
       and prefetch within the budgets, print the convergence table and write
       the best knobs into PLAN/plan.json ("tuned"); the loader uses them for
       knobs the spec left auto.
+  pack SPEC_OR_SOURCE -o OUT_DIR [--shard-size 256MB] [--max-side N] [--quality Q]
+      [--threads T] [--var NAME=VALUE]...
+      Write the samples of a source (a spec's source, an image folder, or a
+      .csv/.tsv file list) as WebDataset tar shards OUT_DIR/shard-NNNNNN.tar
+      (KEY.jpg|png, KEY.cls, KEY.json), with index.sluice (read by the
+      tar_shards source) and manifest.json (counts, class names, SHA-256 per
+      shard, options). --max-side re-encodes images larger than N on their
+      longer side (JPEG at --quality, default 90). Deterministic; uses T
+      threads (default all cores); progress on stderr.
   schema [--hardware] [-o FILE]
       Write the pipeline spec's JSON Schema (draft 2020-12), generated from the
       op registry, to stdout or FILE; --hardware: the hardware profile's schema.
@@ -72,6 +81,7 @@ int Passes(const Args& args);
 int Run(const Args& args);      // cli/run_command.cc
 int Profile(const Args& args);  // cli/profile_command.cc
 int Tune(const Args& args);     // cli/tune_command.cc
+int Pack(const Args& args);     // cli/pack_command.cc
 
 }  // namespace sluice::cli
 
@@ -99,6 +109,7 @@ int main(int argc, char** argv) {
   if (verb == "run") return Run(rest);
   if (verb == "profile") return Profile(rest);
   if (verb == "tune") return Tune(rest);
+  if (verb == "pack") return Pack(rest);
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
   return UsageError("unknown command `" + verb +
                     "`; commands: compile, run, profile, tune, schema, ops, passes, help");

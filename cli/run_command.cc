@@ -25,11 +25,6 @@
 namespace sluice::cli {
 namespace {
 
-bool ParseInt(const std::string& text, int64_t& out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
-}
-
 std::string Ms(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);

@@ -13,6 +13,7 @@ packages=(
   nlohmann-json3-dev       # plan.json and JSON Schema output
   libturbojpeg0-dev libjpeg62-turbo-dev  # JPEG decode
   libspng-dev              # PNG decode (decode_png, decode_image)
+  libssl-dev               # SHA-256 of the shards `sluice pack` writes
   libtbb-dev               # runtime task arena
   googletest libgtest-dev libgmock-dev   # unit tests
   libbenchmark-dev         # micro benchmarks

@@ -356,3 +356,4 @@ class Loader:
     def plan(self) -> Plan:
         return self._plan
 from .tuning import profile, tune  # noqa: E402,F401  (sluice.profile, Plan.tune)
+from .datasets import pack  # noqa: E402,F401  (sluice.pack)

@@ -530,6 +530,7 @@ class PyLoader {
 }  // namespace sluice::python
 
 namespace sluice::python { void BindTuning(pybind11::module_& m); }  // tuning_bindings.cc
+namespace sluice::python { void BindPack(pybind11::module_& m); }    // pack_bindings.cc
 
 PYBIND11_MODULE(_sluice, m) {
   using namespace sluice;
@@ -537,6 +538,7 @@ PYBIND11_MODULE(_sluice, m) {
   m.doc() = "Sluice's C++ core (bindings). Use the `sluice` package, not this module.";
   RegisterErrors(m);
   BindTuning(m);
+  BindPack(m);
 
   m.def(
       "compile_spec",
