@@ -121,11 +121,12 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
             std::vector<ParamIssue> issues;
             const std::string& image = P(p, "image").AsString();
             if (image.find_first_not_of(";, \t.") == std::string::npos) {
-              issues.push_back({"image", "names no extension", "e.g. image: \"jpg;png\""});
+              issues.push_back(
+                  {"image", "tar_shards: `image` names no extension", "e.g. image: \"jpg;png\""});
             }
             const std::string& label = P(p, "label").AsString();
             if (label.find_first_of(";, \t") != std::string::npos) {
-              issues.push_back({"label", "names more than one extension",
+              issues.push_back({"label", "tar_shards: `label` names more than one extension",
                                 "give one extension, e.g. label: cls"});
             }
             return issues;
