@@ -150,9 +150,9 @@ struct LoaderStats {
   // Distinct bad samples: each dataset index once per epoch it was found bad
   // in, summed over epochs (see "Accounting" above).
   uint64_t bad_samples = 0;
-  uint64_t bad_reads = 0;             // every failed read/decode (visits)
+  uint64_t bad_reads = 0;              // every failed read/decode (visits)
   uint64_t skipped = 0, replaced = 0;  // bad reads passed over under skip / replace
-  std::vector<BadSample> last_bad;    // the most recent few bad reads (at most 8)
+  std::vector<BadSample> last_bad;     // the most recent few bad reads (at most 8)
   // Per-stage busy time summed over workers, seconds.
   double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
   int threads = 0, in_flight = 0, pool_buffers = 0;  // in_flight: samples alive at once

@@ -41,8 +41,7 @@ bool BadSampleLedger::AddBad(uint64_t index, const std::string& reason) {
   return true;
 }
 
-std::optional<std::vector<BadSampleLedger::Record>> BadSampleLedger::Records(
-    uint64_t epoch) const {
+std::optional<std::vector<BadSampleLedger::Record>> BadSampleLedger::Records(uint64_t epoch) const {
   const EpochRecords* found = nullptr;
   if (epoch == current_.epoch) {
     found = &current_;

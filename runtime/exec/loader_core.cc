@@ -325,15 +325,14 @@ Status LoaderCore::AccountLocked(PoolBuffer& b) {
   const double allowed = config_.max_fraction * static_cast<double>(base);
   if (static_cast<double>(ledger_->epoch_bad()) <= allowed) return Ok();
   const BadSample& last = last_bad_.back();
-  return MakeError(
-      ErrorCode::kCorruptData,
-      std::to_string(ledger_->epoch_bad()) + " distinct bad samples in epoch " +
-          std::to_string(b.epoch) + " exceed on_error.max_fraction " +
-          std::to_string(config_.max_fraction) + " of " + std::to_string(base) +
-          " samples (the larger of the epoch's " + std::to_string(per_rank) + " and the " +
-          std::to_string(ledger_->epoch_read()) + " distinct samples read); last: " + last.path +
-          ": " + last.reason,
-      "fix or remove the bad files, or raise output.on_error.max_fraction");
+  return MakeError(ErrorCode::kCorruptData,
+                   std::to_string(ledger_->epoch_bad()) + " distinct bad samples in epoch " +
+                       std::to_string(b.epoch) + " exceed on_error.max_fraction " +
+                       std::to_string(config_.max_fraction) + " of " + std::to_string(base) +
+                       " samples (the larger of the epoch's " + std::to_string(per_rank) +
+                       " and the " + std::to_string(ledger_->epoch_read()) +
+                       " distinct samples read); last: " + last.path + ": " + last.reason,
+                   "fix or remove the bad files, or raise output.on_error.max_fraction");
 }
 
 bool LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
@@ -518,8 +517,8 @@ Result<std::vector<BadSample>> LoaderCore::BadSamples(uint64_t epoch) const {
   if (!records) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "the loader keeps the bad samples of its current epoch " +
-                         std::to_string(ledger_->epoch()) + " and the one before it, not of epoch " +
-                         std::to_string(epoch),
+                         std::to_string(ledger_->epoch()) +
+                         " and the one before it, not of epoch " + std::to_string(epoch),
                      "read an epoch's list before the loader moves two epochs past it");
   }
   std::vector<BadSample> out;

@@ -108,7 +108,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
     uint64_t epoch = 0, index = 0;
     int64_t remaining = 0;
     Clock::time_point start;
-    std::optional<Error> error;     // the lowest failing slot's error (fail, or exhausted)
+    // The lowest failing slot's error (fail, or attempts exhausted).
+    std::optional<Error> error;
     int64_t error_slot = -1;
     std::vector<BadRead> bad;       // its slots' bad reads, in completion order
     std::vector<uint64_t> samples;  // dataset index per slot (sized once)
@@ -193,7 +194,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t deliver_next_ = 0;  // strict: next batch index to hand out
   uint64_t delivered_in_epoch_ = 0;
   std::vector<bool> delivered_;  // relaxed: which batches of the epoch were handed out
-  std::optional<BadSampleLedger> ledger_;  // created with the sampler
+  // Created with the sampler.
+  std::optional<BadSampleLedger> ledger_;
   // Stats.
   uint64_t samples_ = 0, batches_ = 0, bad_reads_ = 0, skipped_ = 0, replaced_ = 0;
   int64_t read_ns_ = 0, decode_ns_ = 0, kernel_ns_ = 0;
