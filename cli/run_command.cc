@@ -53,10 +53,10 @@ bool WriteBadSamples(const Loader& loader, uint64_t epoch, std::ofstream& out, u
     return false;
   }
   for (const BadSample& b : *bad) {
-    nlohmann::json line = {
+    nlohmann::ordered_json line = {
         {"epoch", b.epoch}, {"sample", b.index}, {"name", b.path}, {"reason", b.reason}};
     // Names and reasons may hold bytes that are not UTF-8: replace them.
-    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     ++lines;
   }
   out.flush();
