@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from . import _sluice
 from ._sluice import (  # noqa: F401  (re-exported)
@@ -339,6 +339,15 @@ class Loader:
         "cuda:N") and `warnings` (conditions worked around, e.g. no CUDA device
         for a plan with GPU stages) (LoaderStats in include/sluice/loader.h)."""
         return self._core.stats()
+
+    def bad_samples(self, epoch: int) -> List[Dict[str, Any]]:
+        """The distinct bad samples of `epoch` found so far (all of them once
+        the epoch ended), each once with the reason it was first found bad:
+        [{"epoch", "sample" (dataset index), "name", "reason"}], sorted by
+        index. stats()["bad_samples"] counts them (summed over epochs);
+        stats()["bad_reads"] counts every failed read. Available for the
+        current epoch and the one before it; InvalidArgumentError otherwise."""
+        return self._core.bad_samples(int(epoch))
 
     @property
     def batch_size(self) -> int:
