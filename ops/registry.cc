@@ -230,7 +230,6 @@ const std::vector<ParamDef>& SamplingParams() {
   return params;
 }
 
-
 const std::vector<ParamDef>& OutputParams() {
   static const std::vector<ParamDef> params = [] {
     std::vector<ParamDef> on_error_fields = {
