@@ -76,6 +76,22 @@ void WrapWithDefaults(OpDef& op) {
   }
 }
 
+// Parameters every source op has, appended by the registry to each
+// OpClass::kSource op, so a new source gets them without listing them:
+// `read_timeout` (seconds; the loader's read deadline, runtime/exec/read_pool.h,
+// which takes the default from here through FindOp).
+const std::vector<ParamDef>& SourceCommonParams() {
+  static const std::vector<ParamDef> params = {
+      ParamDef{.name = "read_timeout",
+               .type = ParamType::kFloat,
+               .doc = "Seconds one sample's read may take; a read still running then is "
+                      "abandoned and the sample is bad (on_error decides). 0 = no deadline.",
+               .default_value = VFloat(30.0),
+               .min = 0.0},
+  };
+  return params;
+}
+
 struct Registry {
   std::vector<OpDef> defs;
   std::vector<const OpDef*> by_name;
@@ -88,6 +104,9 @@ struct Registry {
     RegisterColorOps(defs);
     RegisterPointwiseOps(defs);
     for (OpDef& op : defs) {
+      if (op.op_class == OpClass::kSource) {
+        for (const ParamDef& p : SourceCommonParams()) op.params.push_back(p);
+      }
       WrapWithDefaults(op);
       // Class defaults of the cost terms (see OpCost).
       if (op.cost.resample_px == 0 && op.cost.pointwise_elem == 0) {

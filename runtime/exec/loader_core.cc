@@ -68,7 +68,7 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
 Status LoaderCore::OpenInputs() {
   auto source = OpenSource(config_.source_format, config_.source_params);
   if (!source) return std::unexpected(source.error());
-  source_ = std::move(*source);
+  source_ = std::shared_ptr<const Source>(std::move(*source));
   config_.sampler.num_samples = source_->size();
   auto sampler = EpochSampler::Create(config_.sampler);
   if (!sampler) return std::unexpected(sampler.error());
@@ -81,7 +81,12 @@ Status LoaderCore::OpenInputs() {
     return std::unexpected(std::move(e));
   }
   decoder_ = std::move(*decoder);
-  worker_.emplace(config_, *source_, *decoder_);
+  // One I/O thread per worker that may read at once (config_.workers loops).
+  reads_ = std::make_unique<ReadPool>(
+      source_, ReadPool::Options{.timeout_s = config_.read_timeout,
+                                 .threads = config_.workers,
+                                 .max_stuck = ReadPool::DefaultMaxStuck(config_.workers)});
+  worker_.emplace(config_, *source_, *decoder_, *reads_);
   return Ok();
 }
 
@@ -127,6 +132,7 @@ LoaderCore::~LoaderCore() {
 void LoaderCore::Shutdown() {
   std::unique_lock lock(mutex_);
   stopping_ = true;
+  if (reads_) reads_->Cancel();  // never takes mutex_
   WaitIdleLocked(lock);
 }
 

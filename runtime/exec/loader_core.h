@@ -23,10 +23,13 @@
 // it) -> kFree (the Batch is destroyed: Release). On the GPU path a buffer is
 // refilled only after its event was waited on (GpuStage::WaitBuffer).
 //
-// Shutdown: stopping_ stops new work; the destructor of Loader waits (condition
-// variable) until every worker has returned. Batches still held keep the core
-// (and its buffers) alive through shared_ptr; their release is then a no-op
-// besides freeing memory with the last reference.
+// Shutdown: stopping_ stops new work and the read pool is cancelled (a worker
+// waiting on a read, even a stuck one, returns at once: read_pool.h); the
+// destructor of Loader waits (condition variable) until every worker has
+// returned, so it takes at most the workers' non-read work on the samples they
+// hold (with source.read_timeout 0, also a stuck read). Batches still held
+// keep the core (and its buffers) alive through shared_ptr; their release is
+// then a no-op besides freeing memory with the last reference.
 //
 // No exception escapes a worker: its body is wrapped, and an exception becomes
 // a fatal kInternal error returned by the next Next().
@@ -58,6 +61,7 @@
 #include "runtime/exec/gpu_stage.h"
 #include "runtime/exec/loader_config.h"
 #include "runtime/exec/online_tuner.h"
+#include "runtime/exec/read_pool.h"
 #include "runtime/exec/sample_worker.h"
 #include "runtime/metrics/latency_recorder.h"
 #include "runtime/sampling/epoch_sampler.h"
@@ -165,8 +169,11 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Immutable after Create.
   std::unique_ptr<Plan> plan_;  // the config's fields point into it
   LoaderConfig config_;
-  std::unique_ptr<Source> source_;
+  // Shared with the read pool's I/O threads: a read stuck past the loader's
+  // life keeps the source alive (read_pool.h).
+  std::shared_ptr<const Source> source_;
   std::unique_ptr<Decoder> decoder_;
+  std::unique_ptr<ReadPool> reads_;  // every source read, with its deadline
   std::optional<EpochSampler> sampler_;
   std::optional<SampleWorker> worker_;
   // TBB sizes its worker pool for hardware_concurrency - 1 workers (it expects

@@ -125,6 +125,23 @@ TEST_F(LoaderConfigTest, ResolvesTheTestPlanWithAutoKnobs) {
   EXPECT_TRUE(c->warnings.empty());
 }
 
+// source.read_timeout: the plan's value; the registry's default (30 s) for a
+// plan written before the parameter existed; a negative value is refused.
+TEST_F(LoaderConfigTest, ReadTimeoutComesFromTheSourceParams) {
+  auto given = ResolveLoaderConfig(
+      Load([](json& j) { j["source"]["params"]["read_timeout"] = 0.25; }), {}, Env(2));
+  ASSERT_TRUE(given) << given.error().ToString();
+  EXPECT_EQ(given->read_timeout, 0.25);
+  auto old = ResolveLoaderConfig(Load([](json& j) { j["source"]["params"].erase("read_timeout"); }),
+                                 {}, Env(2));
+  ASSERT_TRUE(old) << old.error().ToString();
+  EXPECT_EQ(old->read_timeout, 30.0);
+  auto negative = ResolveLoaderConfig(
+      Load([](json& j) { j["source"]["params"]["read_timeout"] = -1.0; }), {}, Env(2));
+  ASSERT_FALSE(negative);
+  EXPECT_NE(negative.error().message.find("source.read_timeout"), std::string::npos);
+}
+
 TEST_F(LoaderConfigTest, UnknownHardwareConcurrencyCountsAsOne) {
   auto c = ResolveLoaderConfig(Load(), {}, Env(0));
   ASSERT_TRUE(c) << c.error().ToString();
