@@ -197,7 +197,10 @@ class Scanner {
   Status Run(const std::function<Status(const Member&)>& on_member);
 
  private:
+  // `offset` is clamped to the file's size (a missing member after an
+  // extended header is reported at the end of the file).
   std::unexpected<Error> Fail(uint64_t offset, ScanErrorKind kind, const std::string& what) {
+    offset = std::min(offset, file_size_);
     if (stop_ != nullptr) *stop_ = ScanStop{offset, kind};
     ErrorCode code = kind == ScanErrorKind::kReadError ? ErrorCode::kIo : ErrorCode::kCorruptData;
     return MakeError(code, std::string(shard_) + ": " + what + " at byte " +

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -120,6 +121,27 @@ TEST(BuildShardRecords, CorruptShardKeepsItsPrefixAndEndsWithACorruptRecord) {
   EXPECT_EQ((*records)[1].offset, off[2]);
   EXPECT_EQ((*records)[1].label, SampleRecord::kNoLabel);
   EXPECT_EQ((*records)[2].label, SampleRecord::kCorruptTail);
+}
+
+// A GNU long-name record whose member is missing (the file ends inside the
+// record's padding): the corrupt tail is reported at the end of the file, and
+// the records still form a valid index (found by the tar_index fuzzer).
+TEST(BuildShardRecords, LongNameRecordWithoutItsMember) {
+  TempDir dir;
+  const std::string long_name = std::string(150, 'L') + ".jpg";
+  dir.Write("src/" + long_name, "x");
+  const std::string path = (dir.path() / "s.tar").string();
+  const std::string cmd =
+      "tar --format=gnu -cf '" + path + "' -C '" + (dir.path() / "src").string() + "' " + long_name;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  WriteFile(path, ReadFile(path).substr(0, 512 + 200));  // 'L' header + its name
+  auto records = Build(path);
+  ASSERT_TRUE(records.has_value());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].label, SampleRecord::kCorruptTail);
+  EXPECT_EQ((*records)[0].offset, 712u);
+  IndexWriter w(FieldMapping{});
+  EXPECT_TRUE(w.AddShard("s.tar", 712, *records).has_value());
 }
 
 std::string WriteIndex(const TempDir& dir, const std::string& name) {
