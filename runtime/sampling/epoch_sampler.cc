@@ -34,6 +34,7 @@ class SliceStream {
     }
   }
   bool done() const { return left_ == 0; }
+  uint64_t left() const { return left_; }
   // The next sample; requires !done().
   uint64_t Next() {
     while (next_ == end_) {  // the shard is exhausted (or empty): the next one
@@ -70,7 +71,7 @@ template <typename T>
 void ShuffleThroughBuffer(SliceStream& stream, uint64_t buffer, uint64_t key, uint64_t steps,
                           std::vector<T>& out) {
   std::vector<T> slots;
-  slots.reserve(static_cast<size_t>(buffer));
+  slots.reserve(static_cast<size_t>(std::min(buffer, stream.left())));
   while (slots.size() < buffer && !stream.done()) slots.push_back(static_cast<T>(stream.Next()));
   out.resize(static_cast<size_t>(steps));
   for (uint64_t t = 0; t < steps; ++t) {

@@ -260,6 +260,13 @@ TEST(ShardShuffle, IndicesAbove32BitsUseTheWideTable) {
   EXPECT_EQ(got, (std::vector<uint64_t>{base, base + 1, base + 2, base + 3}));
 }
 
+TEST(ShardShuffle, BufferLargerThanTheSliceAllocatesOnlyTheSlice) {
+  SamplerConfig c = ShardConfig({10, 10, 10}, 1, 1, Remainder::kDrop, uint64_t{1} << 50);
+  auto got = Order(c, 0);
+  ASSERT_EQ(got.size(), 30u);
+  EXPECT_TRUE(std::is_permutation(got.begin(), got.end(), ExpectedStream(c, 0).begin()));
+}
+
 TEST(ShardShuffle, RejectsBadShardConfig) {
   SamplerConfig c = ShardConfig({4, 4}, 1, 1, Remainder::kDrop, 0);
   EXPECT_FALSE(EpochSampler::Create(c).has_value());  // buffer 0
