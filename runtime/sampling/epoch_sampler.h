@@ -31,8 +31,9 @@
 //     reads the slice in stream order. Output step t is one of the stream
 //     samples [0, t + B): nothing is output before it was read.
 //  4. batches_per_rank follows the same rules as above. drop: the rank outputs
-//     the first floor(n / (W b)) * b steps (<= L_r); the rest of its slice is
-//     dropped. pad: after its L_r samples, local position p >= L_r repeats
+//     the first floor(n / (W b)) * b steps (<= L_r); the samples of its slice
+//     not output by then (still in the buffer or unread) are dropped, fewer
+//     than W * b over all ranks, different ones each epoch. pad: after its L_r samples, local position p >= L_r repeats
 //     local position p mod L_r (the start of the rank's own order); a rank
 //     with an empty slice (only when n < W) repeats S[r mod n].
 // The rank's order is materialized once per epoch (EpochSampler::Epoch) into
