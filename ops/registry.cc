@@ -189,8 +189,11 @@ const std::vector<ParamDef>& SamplingParams() {
   static const std::vector<ParamDef> params = {
       ParamDef{.name = "order",
                .type = ParamType::kEnum,
-               .doc = "Visit order: shuffle (global permutation per epoch), shard_shuffle "
-                      "(shards in random order through a shuffle buffer), sequential.",
+               .doc = "Visit order: shuffle (a global permutation per epoch; needs random "
+                      "access), shard_shuffle (for sharded sources such as tar_shards: shards in "
+                      "a new random order each epoch, each rank reads a contiguous run of them "
+                      "sequentially through a shuffle buffer of shuffle_buffer samples), "
+                      "sequential. See docs/datasets.md.",
                .default_value = VStr("shuffle"),
                .choices = {"shuffle", "shard_shuffle", "sequential"}},
       ParamDef{.name = "seed",
@@ -223,7 +226,10 @@ const std::vector<ParamDef>& SamplingParams() {
                .choices = {"drop", "pad"}},
       ParamDef{.name = "shuffle_buffer",
                .type = ParamType::kInt,
-               .doc = "Samples held in the shuffle buffer for order: shard_shuffle.",
+               .doc = "order: shard_shuffle only: how many samples the shuffle buffer mixes "
+                      "over. It holds sample numbers (4 bytes each), not data; reads stay within "
+                      "the shards of the last few buffer lengths. Larger mixes better (use at "
+                      "least a few shards' worth); 1 reads the shards in order.",
                .default_value = VInt(10000),
                .min = 1},
   };

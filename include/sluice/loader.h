@@ -174,6 +174,7 @@ class Loader {
   // Errors: kInvalidArgument (bad options, a batch field no chain or label
   // writes), kUnsupported (a plan without a fused CPU kernel per image field;
   // a forced `cuda` device that is not usable: no driver, no such device),
+  // kInvalidSpec (order: shard_shuffle with a source that has no shards),
   // and the source's errors (kNotFound for a missing dataset directory).
   static Result<Loader> Create(const Plan& plan, const LoaderOptions& options = {});
 

@@ -255,8 +255,19 @@ Status ResolveSampling(const Plan& p, const LoaderOptions& options, const Loader
   c.first_epoch = options.epoch;
   SamplerConfig& config = c.sampler;
   config.seed = c.seed;
-  config.order = StringOr(s, "order", "shuffle") == "sequential" ? SampleOrder::kSequential
-                                                                 : SampleOrder::kShuffle;
+  const std::string order = StringOr(s, "order", "shuffle");
+  if (order == "shuffle") {
+    config.order = SampleOrder::kShuffle;
+  } else if (order == "sequential") {
+    config.order = SampleOrder::kSequential;
+  } else if (order == "shard_shuffle") {
+    config.order = SampleOrder::kShardShuffle;
+  } else {
+    return MakeError(ErrorCode::kInvalidSpec, c.where + ": unknown sampling order '" + order + "'",
+                     "use shuffle, shard_shuffle or sequential");
+  }
+  config.shuffle_buffer =
+      static_cast<uint64_t>(std::max<int64_t>(IntOr(s, "shuffle_buffer", 10000), 1));
   config.remainder = StringOr(s, "remainder", "drop") == "pad" ? Remainder::kPad : Remainder::kDrop;
   config.batch_size = static_cast<uint64_t>(c.batch_size);
   int rank = 0, world = 1;

@@ -70,6 +70,17 @@ Status LoaderCore::OpenInputs() {
   if (!source) return std::unexpected(source.error());
   source_ = std::shared_ptr<const Source>(std::move(*source));
   config_.sampler.num_samples = source_->size();
+  if (config_.sampler.order == SampleOrder::kShardShuffle) {
+    config_.sampler.shard_starts = source_->ShardStarts();
+    if (config_.sampler.shard_starts.empty() && source_->size() > 0) {
+      return std::unexpected(
+          Err(ErrorCode::kInvalidSpec,
+              config_.where + ": order: shard_shuffle needs a sharded source, and " +
+                  config_.source_format + " has no shards",
+              "use order: shuffle (a global shuffle with random access), or pack the data "
+              "into shards with `sluice pack` and read them with the tar_shards source"));
+    }
+  }
   auto sampler = EpochSampler::Create(config_.sampler);
   if (!sampler) return std::unexpected(sampler.error());
   sampler_.emplace(std::move(*sampler));

@@ -14,7 +14,14 @@ constexpr SourceEntry kSources[] = {
     {"tar_shards", OpenTarShardsSource},
 };
 
+SourceEntry override_entry{};  // ScopedSourceOverride's; format empty when none
+
 }  // namespace
+
+ScopedSourceOverride::ScopedSourceOverride(std::string_view format, OpenSourceFn open) {
+  override_entry = SourceEntry{format, open};
+}
+ScopedSourceOverride::~ScopedSourceOverride() { override_entry = SourceEntry{}; }
 
 std::span<const SourceEntry> RegisteredSources() { return kSources; }
 
@@ -26,6 +33,9 @@ const SourceEntry* FindSource(std::string_view format) {
 }
 
 Result<std::unique_ptr<Source>> OpenSource(std::string_view format, const ParamList& params) {
+  if (!override_entry.format.empty() && override_entry.format == format) {
+    return override_entry.open(params);
+  }
   if (const SourceEntry* entry = FindSource(format)) return entry->open(params);
   std::string known;
   for (const SourceEntry& entry : kSources) {

@@ -269,6 +269,19 @@ TEST_F(LoaderConfigTest, ErrorPolicyAndOrderingFromThePlan) {
   ASSERT_TRUE(c);
   EXPECT_FALSE(c->relaxed);
 
+  Plan sharded = Load([](json& j) {
+    j["sampling"]["order"] = "shard_shuffle";
+    j["sampling"]["shuffle_buffer"] = 123;
+  });
+  c = ResolveLoaderConfig(sharded, {}, Env());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->sampler.order, runtime::SampleOrder::kShardShuffle);
+  EXPECT_EQ(c->sampler.shuffle_buffer, 123u);
+  Plan unknown = Load([](json& j) { j["sampling"]["order"] = "random"; });
+  c = ResolveLoaderConfig(unknown, {}, Env());
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, ErrorCode::kInvalidSpec);
+
   Plan fail = Load([](json& j) { j["output"]["on_error"] = {{"policy", "fail"}}; });
   c = ResolveLoaderConfig(fail, {}, Env());
   ASSERT_TRUE(c);
@@ -375,8 +388,9 @@ TEST_F(LoaderConfigTest, ReferenceFieldTurnsPushdownOffAndWarns) {
     // What the compiler's decode_pushdown pass writes for such a plan.
     j["decode"]["pushdown"] = json{{"roi", false},
                                    {"dct_scaling", false},
-                                   {"reason", "off: a batch field runs on the reference "
-                                              "implementations"}};
+                                   {"reason",
+                                    "off: a batch field runs on the reference "
+                                    "implementations"}};
   });
   ASSERT_EQ(plan.reference_chains().size(), 1u);
   EXPECT_EQ(plan.decode_op(), "decode_jpeg");
