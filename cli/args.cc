@@ -1,6 +1,7 @@
 // Argument helpers shared by every verb (declared in cli.h): the usage error
 // and `--flag value` parsing. Separate from main.cc so that the runtime-only
 // `sluice` of the GPU kit (cli/runtime_only/main.cc) links them too.
+#include <charconv>
 #include <iostream>
 #include <string>
 
@@ -12,6 +13,11 @@ int UsageError(const std::string& message) {
   std::cerr << "sluice: error: " << message << "\n"
             << "run `sluice help` for usage\n";
   return 2;
+}
+
+bool ParseInt(const std::string& text, int64_t& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
 }
 
 bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string& value,

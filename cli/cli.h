@@ -6,6 +6,7 @@
 //   that is not built yet.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ int UsageError(const std::string& message);
 // `error`.
 bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string& value,
                std::string& error);
+
+// A whole decimal integer (optional sign, nothing else); false otherwise.
+bool ParseInt(const std::string& text, int64_t& out);
 
 // The validated spec as YAML with every default explicit and every step's
 // `in`/`out` written out (what `--emit=spec` prints).

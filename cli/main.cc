@@ -33,12 +33,15 @@ commands:
       With neither --emit nor -o, prints a one-line summary.
   run PLAN [--var NAME=VALUE]... [--batches N] [--epochs E] [--threads T]
       [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
-      [--device cpu|cuda|cuda:N]
+      [--device cpu|cuda|cuda:N] [--bad-samples FILE]
       Load the plan and iterate its batches (E epochs, default 1, or N batches);
       progress on stderr, then the device the GPU stages ran on, warnings,
       images/s, batch latency p50/p99/max, time the consumer waited, peak RSS
       and bad-sample counts on stdout. --device overrides output.device: cpu
       runs the whole chain on the CPU; cuda/cuda:N fails when no such device.
+      Bad-sample counts: distinct bad samples (each file once per epoch) and
+      bad reads; --bad-samples FILE writes each epoch's distinct bad samples as
+      JSON lines {"epoch", "sample", "name", "reason"}.
   profile -o HW.yaml [--data PATH] [--machine TEXT] [--seconds S] [--max-files N]
       Measure this machine (cores, JPEG decode per core, fused resample and
       pointwise kernel costs, memory bandwidth, and with --data the read
@@ -52,6 +55,15 @@ commands:
       and prefetch within the budgets, print the convergence table and write
       the best knobs into PLAN/plan.json ("tuned"); the loader uses them for
       knobs the spec left auto.
+  pack SPEC_OR_SOURCE -o OUT_DIR [--shard-size 256MB] [--max-side N] [--quality Q]
+      [--threads T] [--var NAME=VALUE]...
+      Write the samples of a source (a spec's source, an image folder, or a
+      .csv/.tsv file list) as WebDataset tar shards OUT_DIR/shard-NNNNNN.tar
+      (KEY.jpg|png, KEY.cls, KEY.json), with index.sluice (read by the
+      tar_shards source) and manifest.json (counts, class names, SHA-256 per
+      shard, options). --max-side re-encodes images larger than N on their
+      longer side (JPEG at --quality, default 90). Deterministic; uses T
+      threads (default all cores); progress on stderr.
   schema [--hardware] [-o FILE]
       Write the pipeline spec's JSON Schema (draft 2020-12), generated from the
       op registry, to stdout or FILE; --hardware: the hardware profile's schema.
@@ -79,6 +91,7 @@ int Run(const Args& args);      // cli/run_command.cc
 int Profile(const Args& args);  // cli/profile_command.cc
 int Tune(const Args& args);     // cli/tune_command.cc
 int Verify(const Args& args);   // cli/verify_command.cc
+int Pack(const Args& args);     // cli/pack_command.cc
 
 }  // namespace sluice::cli
 
@@ -107,7 +120,8 @@ int main(int argc, char** argv) {
   if (verb == "profile") return Profile(rest);
   if (verb == "tune") return Tune(rest);
   if (verb == "verify") return Verify(rest);
+  if (verb == "pack") return Pack(rest);
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
   return UsageError("unknown command `" + verb +
-                    "`; commands: compile, run, profile, tune, verify, schema, ops, passes, help");
+                    "`; commands: compile, run, profile, tune, pack, verify, schema, ops, passes, help");
 }

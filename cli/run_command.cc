@@ -1,6 +1,6 @@
 // `sluice run PLAN --var NAME=VALUE ... [--batches N] [--epochs E] [--threads T]
 //  [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
-//  [--device cpu|cuda|cuda:N]`
+//  [--device cpu|cuda|cuda:N] [--bad-samples FILE]`
 //
 // Loads the plan, iterates its loader as a trainer would (touching nothing but
 // the batch handles) and reports throughput. Progress goes to stderr: a bar
@@ -8,7 +8,13 @@
 // summary goes to stdout: the device the plan's GPU stages ran on and any
 // warnings (e.g. no CUDA device: the CPU path), images/s, batch latency
 // p50/p99/max, time the consumer waited, peak RSS (getrusage) and bad-sample
-// counts. --device sets LoaderOptions::device (a forced cuda that is not
+// counts: distinct bad samples (each file or member once per epoch) and bad
+// reads (every failed read/decode). --bad-samples FILE writes each epoch's
+// distinct bad samples as JSON lines
+//   {"epoch": E, "sample": INDEX, "name": PATH, "reason": TEXT}
+// sorted by epoch, then dataset index: an epoch's lines when Next() reports
+// its end, and the last epoch's (complete or not) when the run stops, error
+// included. --device sets LoaderOptions::device (a forced cuda that is not
 // usable is an error, exit 1).
 #include <sys/resource.h>
 #include <unistd.h>
@@ -16,7 +22,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/cli.h"
@@ -25,21 +33,36 @@
 namespace sluice::cli {
 namespace {
 
-bool ParseInt(const std::string& text, int64_t& out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
-}
-
 std::string Ms(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
   return buf;
 }
 
+// Appends `epoch`'s distinct bad samples to `out` as JSON lines; false (with
+// a message on stderr) when the loader no longer has them or writing fails.
+bool WriteBadSamples(const Loader& loader, uint64_t epoch, std::ofstream& out, uint64_t& lines) {
+  auto bad = loader.BadSamples(epoch);
+  if (!bad) {
+    std::cerr << bad.error().ToString() << "\n";
+    return false;
+  }
+  for (const BadSample& b : *bad) {
+    nlohmann::ordered_json line = {
+        {"epoch", b.epoch}, {"sample", b.index}, {"name", b.path}, {"reason", b.reason}};
+    // Names and reasons may hold bytes that are not UTF-8: replace them.
+    out << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    ++lines;
+  }
+  out.flush();
+  if (!out) std::cerr << "sluice: error: cannot write the bad-sample list\n";
+  return static_cast<bool>(out);
+}
+
 }  // namespace
 
 int Run(const Args& args) {
-  std::string plan_path, error, value;
+  std::string plan_path, error, value, bad_samples_path;
   PlanVars vars;
   int64_t batches = -1, epochs = 1;
   LoaderOptions options;
@@ -96,6 +119,10 @@ int Run(const Args& args) {
         return UsageError("--device needs cpu, cuda or cuda:N, got `" + value + "`");
       }
       options.device = value;
+    } else if (TakeValue(args, i, "--bad-samples", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (value.empty()) return UsageError("--bad-samples needs a FILE");
+      bad_samples_path = value;
     } else if (arg == "--dct-scaling") {
       options.dct_scaling = true;
     } else if (arg.starts_with("-")) {
@@ -132,6 +159,15 @@ int Run(const Args& args) {
               << " samples, batch size " << loader->batch_size() << ")\n";
     return 1;
   }
+  std::ofstream bad_out;
+  if (!bad_samples_path.empty()) {
+    bad_out.open(bad_samples_path, std::ios::trunc);
+    if (!bad_out) {
+      std::cerr << "sluice: error: cannot open --bad-samples file `" << bad_samples_path << "`\n";
+      return 1;
+    }
+  }
+  uint64_t epoch = loader->State().epoch, bad_lines = 0;
   const bool tty = ::isatty(2) != 0;
   auto start = std::chrono::steady_clock::now();
   auto last_report = start;
@@ -145,7 +181,14 @@ int Run(const Args& args) {
       rc = 1;
       break;
     }
-    if (!*next) continue;  // end of epoch: the next call starts the next one
+    if (!*next) {  // end of epoch: the next call starts the next one
+      if (bad_out.is_open() && !WriteBadSamples(*loader, epoch, bad_out, bad_lines)) {
+        rc = 1;
+        break;
+      }
+      ++epoch;
+      continue;
+    }
     ++done;
     next->reset();  // a trainer would use the batch here
     auto now = std::chrono::steady_clock::now();
@@ -167,6 +210,7 @@ int Run(const Args& args) {
     }
   }
   if (tty) std::cerr << "\n";
+  if (bad_out.is_open() && !WriteBadSamples(*loader, epoch, bad_out, bad_lines)) rc = 1;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   LoaderStats s = loader->Stats();
@@ -189,10 +233,15 @@ int Run(const Args& args) {
   std::printf("stage time:      read %.2f s  decode %.2f s  kernel %.2f s (summed over workers)\n",
               s.read_seconds, s.decode_seconds, s.kernel_seconds);
   std::printf("peak RSS:        %.1f MB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
-  std::printf("bad samples:     %llu (skipped %llu, replaced %llu)\n",
+  std::printf("bad samples:     %llu distinct (%llu bad reads: skipped %llu, replaced %llu)\n",
               static_cast<unsigned long long>(s.bad_samples),
+              static_cast<unsigned long long>(s.bad_reads),
               static_cast<unsigned long long>(s.skipped),
               static_cast<unsigned long long>(s.replaced));
+  if (bad_out.is_open()) {
+    std::printf("bad-sample list: %s (%llu lines)\n", bad_samples_path.c_str(),
+                static_cast<unsigned long long>(bad_lines));
+  }
   for (const BadSample& bad : s.last_bad) {
     std::printf("  %s: %s\n", bad.path.c_str(), bad.reason.c_str());
   }

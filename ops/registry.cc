@@ -76,6 +76,22 @@ void WrapWithDefaults(OpDef& op) {
   }
 }
 
+// Parameters every source op has, appended by the registry to each
+// OpClass::kSource op, so a new source gets them without listing them:
+// `read_timeout` (seconds; the loader's read deadline, runtime/exec/read_pool.h,
+// which takes the default from here through FindOp).
+const std::vector<ParamDef>& SourceCommonParams() {
+  static const std::vector<ParamDef> params = {
+      ParamDef{.name = "read_timeout",
+               .type = ParamType::kFloat,
+               .doc = "Seconds one sample's read may take; a read still running then is "
+                      "abandoned and the sample is bad (on_error decides). 0 = no deadline.",
+               .default_value = VFloat(30.0),
+               .min = 0.0},
+  };
+  return params;
+}
+
 struct Registry {
   std::vector<OpDef> defs;
   std::vector<const OpDef*> by_name;
@@ -88,6 +104,9 @@ struct Registry {
     RegisterColorOps(defs);
     RegisterPointwiseOps(defs);
     for (OpDef& op : defs) {
+      if (op.op_class == OpClass::kSource) {
+        for (const ParamDef& p : SourceCommonParams()) op.params.push_back(p);
+      }
       WrapWithDefaults(op);
       // Class defaults of the cost terms (see OpCost).
       if (op.cost.resample_px == 0 && op.cost.pointwise_elem == 0) {
@@ -170,8 +189,11 @@ const std::vector<ParamDef>& SamplingParams() {
   static const std::vector<ParamDef> params = {
       ParamDef{.name = "order",
                .type = ParamType::kEnum,
-               .doc = "Visit order: shuffle (global permutation per epoch), shard_shuffle "
-                      "(shards in random order through a shuffle buffer), sequential.",
+               .doc = "Visit order: shuffle (a global permutation per epoch; needs random "
+                      "access), shard_shuffle (for sharded sources such as tar_shards: shards in "
+                      "a new random order each epoch, each rank reads a contiguous run of them "
+                      "sequentially through a shuffle buffer of shuffle_buffer samples), "
+                      "sequential. See docs/datasets.md.",
                .default_value = VStr("shuffle"),
                .choices = {"shuffle", "shard_shuffle", "sequential"}},
       ParamDef{.name = "seed",
@@ -204,7 +226,10 @@ const std::vector<ParamDef>& SamplingParams() {
                .choices = {"drop", "pad"}},
       ParamDef{.name = "shuffle_buffer",
                .type = ParamType::kInt,
-               .doc = "Samples held in the shuffle buffer for order: shard_shuffle.",
+               .doc = "order: shard_shuffle only: how many samples the shuffle buffer mixes "
+                      "over. It holds sample numbers (4 bytes each), not data; reads stay within "
+                      "the shards of the last few buffer lengths. Larger mixes better (use at "
+                      "least a few shards' worth); 1 reads the shards in order.",
                .default_value = VInt(10000),
                .min = 1},
   };

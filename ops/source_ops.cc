@@ -1,7 +1,8 @@
 // Source ops: where samples come from. A spec's `source: {format: NAME, ...}`
 // picks the source op NAME; the remaining keys are its parameters. Every
 // source produces two tensors per sample: `jpg` (the encoded file, bytes[?])
-// and `cls` (its integer label, int64[]). Sources have no reference
+// and `cls` (its integer label, int64[]); tar_shards' `jpg` is the sample's
+// image member, whatever its extension. Sources have no reference
 // implementation; the runtime (runtime/sources/) implements them.
 #include "ops/families.h"
 
@@ -80,6 +81,65 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
           },
       .infer = [](std::span<const TensorType> in,
                   const ParamList&) { return InferSource("file_list", in); },
+  });
+  ops.push_back(OpDef{
+      .name = "tar_shards",
+      .op_class = OpClass::kSource,
+      .doc = "WebDataset-style POSIX tar shards (written by `sluice pack`, webdataset's "
+             "ShardWriter or GNU tar): a sample is a run of consecutive members sharing a key "
+             "(KEY.jpg, KEY.cls, ...); its image is the member with an `image` extension and its "
+             "label the decimal text of the `label` member. Read through an index (index.sluice "
+             "beside the shards, else one built by scanning the shards once and cached beside "
+             "them or in the cache directory). A sample missing a field, or corrupt tar data, is "
+             "a bad sample under output.on_error.",
+      .params =
+          {
+              ParamDef{.name = "path",
+                       .type = ParamType::kString,
+                       .doc = "A directory (its *.tar files, sorted), a glob, or a brace "
+                              "pattern such as shard-{000000..000127}.tar; may use ${VAR}.",
+                       .required = true},
+              ParamDef{.name = "image",
+                       .type = ParamType::kString,
+                       .doc = "Extensions of the image member, in order of preference, "
+                              "separated by ';' or ',' (case-insensitive).",
+                       .default_value = VStr("jpg;jpeg;png")},
+              ParamDef{.name = "label",
+                       .type = ParamType::kString,
+                       .doc = "Extension of the member holding the integer label as text; "
+                              "\"\" for none (every label is -1).",
+                       .default_value = VStr("cls")},
+              ParamDef{.name = "index",
+                       .type = ParamType::kString,
+                       .doc = "An index file to use (it must list every shard); \"\" = find "
+                              "or build one.",
+                       .default_value = VStr("")},
+              ParamDef{.name = "cache_dir",
+                       .type = ParamType::kString,
+                       .doc = "Where to cache a built index when the shards' directory is not "
+                              "writable; \"\" = $SLUICE_CACHE_DIR, else "
+                              "$XDG_CACHE_HOME/sluice, else ~/.cache/sluice.",
+                       .default_value = VStr("")},
+          },
+      .output_names = {"jpg", "cls"},
+      .num_inputs = 0,
+      .check =
+          [](const ParamList& p) {
+            std::vector<ParamIssue> issues;
+            const std::string& image = P(p, "image").AsString();
+            if (image.find_first_not_of(";, \t.") == std::string::npos) {
+              issues.push_back(
+                  {"image", "tar_shards: `image` names no extension", "e.g. image: \"jpg;png\""});
+            }
+            const std::string& label = P(p, "label").AsString();
+            if (label.find_first_of(";, \t") != std::string::npos) {
+              issues.push_back({"label", "tar_shards: `label` names more than one extension",
+                                "give one extension, e.g. label: cls"});
+            }
+            return issues;
+          },
+      .infer = [](std::span<const TensorType> in,
+                  const ParamList&) { return InferSource("tar_shards", in); },
   });
 }
 

@@ -13,6 +13,7 @@ packages=(
   nlohmann-json3-dev       # plan.json and JSON Schema output
   libturbojpeg0-dev libjpeg62-turbo-dev  # JPEG decode
   libspng-dev              # PNG decode (decode_png, decode_image)
+  libssl-dev               # SHA-256 of the shards `sluice pack` writes
   libtbb-dev               # runtime task arena
   googletest libgtest-dev libgmock-dev   # unit tests
   libbenchmark-dev         # micro benchmarks
@@ -62,3 +63,15 @@ else
       "building with Debian's Halide 14 (slower float16 kernels)" >&2
   fi
 fi
+
+# Python test packages that Debian does not package, from PyPI: webdataset
+# (tests/python/test_tar_shards.py writes shards with its ShardWriter).
+for pkg in webdataset; do
+  if /usr/bin/python3 -c "import $pkg" 2>/dev/null; then
+    echo "install_deps: Python package $pkg present"
+  elif /usr/bin/python3 -m pip install -q --disable-pip-version-check --break-system-packages "$pkg"; then
+    echo "install_deps: Python package $pkg installed"
+  else
+    echo "install_deps: warning: could not install $pkg from PyPI; its tests will be skipped" >&2
+  fi
+done

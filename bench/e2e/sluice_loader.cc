@@ -1,7 +1,7 @@
 // sluice_e2e_loader: Sluice's side of the end-to-end benchmark.
 //
 //   sluice_e2e_loader PLAN DATA_DIR [--threads T] [--batches N] [--warmup W]
-//                     [--dct-scaling] [--device cpu|cuda|cuda:N] [--no-wait]
+//                     [--dct-scaling] [--device cpu|cuda|cuda:N] [--no-wait] [--name NAME]
 //
 // Loads PLAN (a `sluice compile` output directory) binding ${DATA}=DATA_DIR,
 // creates a Loader with `threads` = T, takes W warm-up batches (not timed:
@@ -15,9 +15,12 @@
 // machine-readable line last:
 //
 //   RESULT sluice images_per_s=X peak_rss_mb=Y threads=T batch=B batches=N device=D
+//          first_batch_s=F first_batch_rss_mb=R
 //
-// (`RESULT sluice_dct ...` with --dct-scaling; D is LoaderStats::device: "cpu"
-// or "cuda:N". Warnings, e.g. the no-GPU fallback, go to stderr.)
+// (`RESULT sluice_dct ...` with --dct-scaling, `RESULT NAME ...` with --name;
+// D is LoaderStats::device: "cpu" or "cuda:N"; F is the time from before
+// Plan::Load to the first batch in hand, R the peak RSS then. Warnings, e.g.
+// the no-GPU fallback, go to stderr.)
 #include <sys/resource.h>
 
 #include <charconv>
@@ -37,9 +40,10 @@ bool ParseInt(std::string_view text, int& out) {
 }
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: sluice_e2e_loader PLAN DATA_DIR [--threads T] [--batches N] "
-               "[--warmup W] [--dct-scaling] [--device cpu|cuda|cuda:N] [--no-wait]\n");
+  std::fprintf(
+      stderr,
+      "usage: sluice_e2e_loader PLAN DATA_DIR [--threads T] [--batches N] "
+      "[--warmup W] [--dct-scaling] [--device cpu|cuda|cuda:N] [--no-wait] [--name NAME]\n");
   return 2;
 }
 
@@ -47,7 +51,9 @@ int Usage() {
 
 int main(int argc, char** argv) {
   std::string plan_path, data_dir;
+  const auto started = std::chrono::steady_clock::now();
   int threads = -1, batches = 8, warmup = 1;
+  std::string name;
   sluice::LoaderOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -63,6 +69,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--device") {
       if (i + 1 >= argc) return Usage();
       options.device = argv[++i];
+    } else if (arg == "--name") {
+      if (i + 1 >= argc) return Usage();
+      name = argv[++i];
     } else if (arg == "--no-wait") {
       options.wait_for_device = false;
     } else if (arg.starts_with("-")) {
@@ -105,7 +114,16 @@ int main(int argc, char** argv) {
       if (*next) return true;  // released at the end of this scope
     }
   };
-  for (int i = 0; i < warmup; ++i) {
+  auto peak_rss_mb = [] {
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;
+  };
+  if (!take()) return 1;  // the first batch is always a warm-up batch (W >= 1)
+  const double first_batch_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double first_batch_rss_mb = peak_rss_mb();
+  for (int i = 1; i < warmup; ++i) {
     if (!take()) return 1;
   }
   auto start = std::chrono::steady_clock::now();
@@ -115,23 +133,25 @@ int main(int argc, char** argv) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const sluice::LoaderStats stats = loader->Stats();
-  struct rusage usage {};
-  ::getrusage(RUSAGE_SELF, &usage);
   const double images = static_cast<double>(batches) * static_cast<double>(loader->batch_size());
-  std::printf("sluice: %zu samples, %d warm-up + %d timed batches of %lld, threads %d, "
-              "in flight %d, pool %d x %.1f MB\n",
-              loader->dataset_size(), warmup, batches,
-              static_cast<long long>(loader->batch_size()), stats.threads, stats.in_flight,
-              stats.pool_buffers, static_cast<double>(stats.batch_bytes) / 1e6);
-  std::printf("stage time (whole run, summed over workers): read %.2f s, decode %.2f s, "
-              "kernel %.2f s; consumer waited %.2f s; bad samples %llu\n",
-              stats.read_seconds, stats.decode_seconds, stats.kernel_seconds,
-              stats.consumer_wait_seconds, static_cast<unsigned long long>(stats.bad_samples));
+  std::printf(
+      "sluice: %zu samples, %d warm-up + %d timed batches of %lld, threads %d, "
+      "in flight %d, pool %d x %.1f MB\n",
+      loader->dataset_size(), warmup, batches, static_cast<long long>(loader->batch_size()),
+      stats.threads, stats.in_flight, stats.pool_buffers,
+      static_cast<double>(stats.batch_bytes) / 1e6);
+  std::printf(
+      "stage time (whole run, summed over workers): read %.2f s, decode %.2f s, "
+      "kernel %.2f s; consumer waited %.2f s; bad samples %llu\n",
+      stats.read_seconds, stats.decode_seconds, stats.kernel_seconds, stats.consumer_wait_seconds,
+      static_cast<unsigned long long>(stats.bad_samples));
   for (const std::string& w : stats.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  std::printf("RESULT %s images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
-              "batches=%d device=%s\n",
-              options.dct_scaling ? "sluice_dct" : "sluice", images / seconds,
-              static_cast<double>(usage.ru_maxrss) / 1024.0, stats.threads,
-              static_cast<long long>(loader->batch_size()), batches, stats.device.c_str());
+  if (name.empty()) name = options.dct_scaling ? "sluice_dct" : "sluice";
+  std::printf(
+      "RESULT %s images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
+      "batches=%d device=%s first_batch_s=%.3f first_batch_rss_mb=%.1f\n",
+      name.c_str(), images / seconds, peak_rss_mb(), stats.threads,
+      static_cast<long long>(loader->batch_size()), batches, stats.device.c_str(), first_batch_s,
+      first_batch_rss_mb);
   return 0;
 }

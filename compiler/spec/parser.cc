@@ -796,10 +796,16 @@ class SpecParser {
       }
       return;
     }
-    entries.erase(fmt);
+    // The parameters: every entry but `format`, copied (not erased in place:
+    // assigning a YAML::Node rebinds the node it refers to, so shifting
+    // entries down would overwrite each value with the next one's).
+    std::vector<Entry> params;
+    for (const Entry& x : entries) {
+      if (x.key != "format") params.push_back(x);
+    }
     spec_.source.op = op;
     spec_.source.mark = fmt_mark;
-    bool ok = pv_.Validate(entries, op->params, Scope{"source", "parameter", false}, fmt_mark,
+    bool ok = pv_.Validate(params, op->params, Scope{"source", "parameter", false}, fmt_mark,
                            {"format"}, spec_.source.params, spec_.source.param_marks, op->check);
     (void)ok;  // source parameters do not affect the graph's names
     for (const std::string& out : op->output_names) {

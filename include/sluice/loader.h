@@ -33,9 +33,20 @@
 //            that decodes (at most 16 attempts).
 //   fail:    Next() returns kCorruptData / kNotFound / kIo naming the path and
 //            the reason, for the batch that holds the sample.
-// Either way the bad sample is counted in Stats() with its path; once more than
-// max_fraction of an epoch's samples (samples_per_rank) were bad, Next()
-// returns kCorruptData and keeps returning it until Restore().
+// Accounting (exact; see docs/reliability.md): Stats() and BadSamples()
+// count what the batches Next() handed out or failed on met, in delivery
+// order, so the counts do not depend on threads, prefetch or timing. A bad
+// read is one failed read/decode (the same file met again, as a pad repeat
+// or a replacement draw, is another bad read); a bad sample is a distinct
+// dataset index found bad in an epoch (each file or member once per epoch).
+// max_fraction (skip and replace): once an epoch's distinct bad samples
+// exceed max_fraction * max(samples_per_rank, distinct samples read in the
+// epoch), Next() returns kCorruptData instead of the batch that crossed it
+// and keeps returning it until Restore(). Distinct bad samples never exceed
+// the distinct samples read, so max_fraction 1.0 never fails.
+// fail: Next() returns the error of the lowest slot of the first batch (in
+// delivery order) holding a bad sample; the bad samples counted are those of
+// the batches handed out up to and including that one.
 //
 // Epochs: Next() returns an empty optional once after the last batch of an
 // epoch; the following call starts the next epoch. An epoch with no batches
@@ -120,9 +131,12 @@ struct LoaderState {
   bool operator==(const LoaderState&) const = default;
 };
 
+// One bad sample (or, in LoaderStats::last_bad, one bad read).
 struct BadSample {
-  std::string path;
-  std::string reason;
+  std::string path;    // how the source names it: a file path, or SHARD:KEY
+  std::string reason;  // the error message, without the path in front
+  uint64_t epoch = 0;
+  uint64_t index = 0;  // dataset index
 };
 
 struct LoaderStats {
@@ -133,9 +147,12 @@ struct LoaderStats {
   // Batch latency: first sample started -> last sample written, seconds.
   double latency_p50 = 0, latency_p99 = 0, latency_max = 0;
   double consumer_wait_seconds = 0;  // time spent blocked inside Next()
-  uint64_t bad_samples = 0;          // every failed read/decode (all policies)
-  uint64_t skipped = 0, replaced = 0;
-  std::vector<BadSample> last_bad;   // the most recent few (at most 8)
+  // Distinct bad samples: each dataset index once per epoch it was found bad
+  // in, summed over epochs (see "Accounting" above).
+  uint64_t bad_samples = 0;
+  uint64_t bad_reads = 0;              // every failed read/decode (visits)
+  uint64_t skipped = 0, replaced = 0;  // bad reads passed over under skip / replace
+  std::vector<BadSample> last_bad;     // the most recent few bad reads (at most 8)
   // Per-stage busy time summed over workers, seconds.
   double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
   int threads = 0, in_flight = 0, pool_buffers = 0;  // in_flight: samples alive at once
@@ -157,6 +174,7 @@ class Loader {
   // Errors: kInvalidArgument (bad options, a batch field no chain or label
   // writes), kUnsupported (a plan without a fused CPU kernel per image field;
   // a forced `cuda` device that is not usable: no driver, no such device),
+  // kInvalidSpec (order: shard_shuffle with a source that has no shards),
   // and the source's errors (kNotFound for a missing dataset directory).
   static Result<Loader> Create(const Plan& plan, const LoaderOptions& options = {});
 
@@ -176,6 +194,14 @@ class Loader {
   Status Restore(const LoaderState& state);
 
   LoaderStats Stats() const;
+  // The distinct bad samples of `epoch` found so far (all of them once the
+  // epoch ended), each once with the reason it was first found bad, sorted by
+  // dataset index. Available for the loader's current epoch and the one
+  // before it (so an epoch's list can be read after Next() returned its end);
+  // kInvalidArgument for any other epoch. After Restore() into an epoch the
+  // list keeps what was found and adds what the batches handed out since meet.
+  // Not for the hot path: it copies the list and names each sample.
+  Result<std::vector<BadSample>> BadSamples(uint64_t epoch) const;
 
   uint64_t batches_per_epoch() const;
   int64_t batch_size() const;

@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from . import _sluice
 from ._sluice import (  # noqa: F401  (re-exported)
@@ -340,6 +340,15 @@ class Loader:
         for a plan with GPU stages) (LoaderStats in include/sluice/loader.h)."""
         return self._core.stats()
 
+    def bad_samples(self, epoch: int) -> List[Dict[str, Any]]:
+        """The distinct bad samples of `epoch` found so far (all of them once
+        the epoch ended), each once with the reason it was first found bad:
+        [{"epoch", "sample" (dataset index), "name", "reason"}], sorted by
+        index. stats()["bad_samples"] counts them (summed over epochs);
+        stats()["bad_reads"] counts every failed read. Available for the
+        current epoch and the one before it; InvalidArgumentError otherwise."""
+        return self._core.bad_samples(int(epoch))
+
     @property
     def batch_size(self) -> int:
         return self._core.batch_size
@@ -356,3 +365,4 @@ class Loader:
     def plan(self) -> Plan:
         return self._plan
 from .tuning import profile, tune  # noqa: E402,F401  (sluice.profile, Plan.tune)
+from .datasets import pack  # noqa: E402,F401  (sluice.pack)

@@ -21,7 +21,7 @@ initialized, else the RANK / WORLD_SIZE environment variables (torchrun), else
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 import torch as _torch
 
@@ -96,6 +96,9 @@ class TorchLoader:
 
     def stats(self) -> Dict[str, Any]:
         return self._loader.stats()
+
+    def bad_samples(self, epoch: int) -> List[Dict[str, Any]]:
+        return self._loader.bad_samples(epoch)
 
     @property
     def sluice_loader(self) -> _Loader:

@@ -472,7 +472,8 @@ class PyLoader {
     d["latency_p99"] = s.latency_p99;
     d["latency_max"] = s.latency_max;
     d["consumer_wait_seconds"] = s.consumer_wait_seconds;
-    d["bad_samples"] = s.bad_samples;
+    d["bad_samples"] = s.bad_samples;  // distinct, each once per epoch
+    d["bad_reads"] = s.bad_reads;      // every failed read/decode
     d["skipped"] = s.skipped;
     d["replaced"] = s.replaced;
     py::list bad;
@@ -491,6 +492,22 @@ class PyLoader {
     d["device"] = s.device;
     d["warnings"] = s.warnings;
     return d;
+  }
+
+  // Loader::BadSamples as dicts with the keys of `sluice run --bad-samples`.
+  py::list BadSamples(uint64_t epoch) const {
+    auto bad = loader_.BadSamples(epoch);
+    if (!bad) RaiseError(bad.error());
+    py::list out;
+    for (const BadSample& b : *bad) {
+      py::dict d;
+      d["epoch"] = b.epoch;
+      d["sample"] = b.index;
+      d["name"] = b.path;
+      d["reason"] = b.reason;
+      out.append(d);
+    }
+    return out;
   }
 
   uint64_t batches_per_epoch() const { return loader_.batches_per_epoch(); }
@@ -530,6 +547,7 @@ class PyLoader {
 }  // namespace sluice::python
 
 namespace sluice::python { void BindTuning(pybind11::module_& m); }  // tuning_bindings.cc
+namespace sluice::python { void BindPack(pybind11::module_& m); }    // pack_bindings.cc
 
 PYBIND11_MODULE(_sluice, m) {
   using namespace sluice;
@@ -537,6 +555,7 @@ PYBIND11_MODULE(_sluice, m) {
   m.doc() = "Sluice's C++ core (bindings). Use the `sluice` package, not this module.";
   RegisterErrors(m);
   BindTuning(m);
+  BindPack(m);
 
   m.def(
       "compile_spec",
@@ -712,6 +731,9 @@ PYBIND11_MODULE(_sluice, m) {
       .def("load_state_dict", &PyLoader::LoadStateDict, py::arg("state"))
       .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))
       .def("stats", &PyLoader::Stats)
+      .def("bad_samples", &PyLoader::BadSamples, py::arg("epoch"),
+           "The distinct bad samples of `epoch` (the current one or the one before), each "
+           "once: [{'epoch', 'sample' (dataset index), 'name', 'reason'}], sorted by index.")
       .def("drain_native", &PyLoader::DrainNative, py::arg("max_batches"))
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
       .def_property_readonly("batch_size", &PyLoader::batch_size)

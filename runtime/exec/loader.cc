@@ -116,6 +116,9 @@ Result<std::optional<Batch>> Loader::Next() { return core_->Next(); }
 LoaderState Loader::State() const { return core_->State(); }
 Status Loader::Restore(const LoaderState& state) { return core_->Restore(state); }
 LoaderStats Loader::Stats() const { return core_->Stats(); }
+Result<std::vector<BadSample>> Loader::BadSamples(uint64_t epoch) const {
+  return core_->BadSamples(epoch);
+}
 uint64_t Loader::batches_per_epoch() const { return core_->batches_per_epoch(); }
 int64_t Loader::batch_size() const { return core_->batch_size(); }
 size_t Loader::dataset_size() const { return core_->dataset_size(); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "ops/registry.h"
 #include "plan/plan_document.h"
 #include "runtime/device/cuda_driver.h"
 #include "runtime/plan/plan_internal.h"
@@ -23,6 +24,27 @@ int64_t IntOr(const ParamList& list, const std::string& name, int64_t fallback) 
   const ParamValue* v = Find(list, name);
   if (v == nullptr || !std::holds_alternative<int64_t>(v->value)) return fallback;
   return v->AsInt();
+}
+
+// A float param (an int is accepted as its value), or `fallback`.
+double FloatOr(const ParamList& list, const std::string& name, double fallback) {
+  const ParamValue* v = Find(list, name);
+  if (v == nullptr) return fallback;
+  if (std::holds_alternative<double>(v->value)) return v->AsFloat();
+  if (std::holds_alternative<int64_t>(v->value)) return static_cast<double>(v->AsInt());
+  return fallback;
+}
+
+// The source op's read_timeout default (ops/registry.cc appends it to every
+// source op); 30 s if the op is unknown here (the source registry then refuses
+// the format anyway).
+double DefaultReadTimeout(const std::string& format) {
+  if (const OpDef* op = FindOp(format)) {
+    for (const ParamDef& def : op->params) {
+      if (def.name == "read_timeout" && def.default_value) return def.default_value->AsFloat();
+    }
+  }
+  return 30.0;
 }
 
 std::string StringOr(const ParamList& list, const std::string& name, std::string fallback) {
@@ -233,8 +255,19 @@ Status ResolveSampling(const Plan& p, const LoaderOptions& options, const Loader
   c.first_epoch = options.epoch;
   SamplerConfig& config = c.sampler;
   config.seed = c.seed;
-  config.order = StringOr(s, "order", "shuffle") == "sequential" ? SampleOrder::kSequential
-                                                                 : SampleOrder::kShuffle;
+  const std::string order = StringOr(s, "order", "shuffle");
+  if (order == "shuffle") {
+    config.order = SampleOrder::kShuffle;
+  } else if (order == "sequential") {
+    config.order = SampleOrder::kSequential;
+  } else if (order == "shard_shuffle") {
+    config.order = SampleOrder::kShardShuffle;
+  } else {
+    return MakeError(ErrorCode::kInvalidSpec, c.where + ": unknown sampling order '" + order + "'",
+                     "use shuffle, shard_shuffle or sequential");
+  }
+  config.shuffle_buffer =
+      static_cast<uint64_t>(std::max<int64_t>(IntOr(s, "shuffle_buffer", 10000), 1));
   config.remainder = StringOr(s, "remainder", "drop") == "pad" ? Remainder::kPad : Remainder::kDrop;
   config.batch_size = static_cast<uint64_t>(c.batch_size);
   int rank = 0, world = 1;
@@ -318,6 +351,12 @@ Result<LoaderConfig> ResolveLoaderConfig(const Plan& p, const LoaderOptions& opt
   c.spec_hash = p.spec_hash();
   c.source_format = p.source_format();
   c.source_params = p.source_params();
+  // A plan compiled before read_timeout existed gets the registry's default.
+  c.read_timeout = FloatOr(c.source_params, "read_timeout", DefaultReadTimeout(c.source_format));
+  if (!(c.read_timeout >= 0)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     c.where + ": source.read_timeout must be >= 0 seconds (0 = no deadline)");
+  }
   const ParamValue* size = Find(p.batch(), "size");
   const ParamValue* fields = Find(p.batch(), "fields");
   if (size == nullptr || fields == nullptr) {

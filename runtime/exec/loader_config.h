@@ -89,6 +89,9 @@ struct LoaderConfig {
   // The source op and its params (${VARS} bound), for the source registry.
   std::string source_format;
   ParamList source_params;
+  // source.read_timeout: seconds a sample's read may take before it is
+  // abandoned and counts as bad (ReadPool); 0 = no deadline.
+  double read_timeout = 30;
   // The decode step (Plan::decode_op / decode_params), for MakeDecoder, and
   // the channel count every chain reads (1 gray, 3 rgb).
   std::string decode_op;

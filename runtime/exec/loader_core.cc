@@ -68,11 +68,23 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
 Status LoaderCore::OpenInputs() {
   auto source = OpenSource(config_.source_format, config_.source_params);
   if (!source) return std::unexpected(source.error());
-  source_ = std::move(*source);
+  source_ = std::shared_ptr<const Source>(std::move(*source));
   config_.sampler.num_samples = source_->size();
+  if (config_.sampler.order == SampleOrder::kShardShuffle) {
+    config_.sampler.shard_starts = source_->ShardStarts();
+    if (config_.sampler.shard_starts.empty() && source_->size() > 0) {
+      return std::unexpected(
+          Err(ErrorCode::kInvalidSpec,
+              config_.where + ": order: shard_shuffle needs a sharded source, and " +
+                  config_.source_format + " has no shards",
+              "use order: shuffle (a global shuffle with random access), or pack the data "
+              "into shards with `sluice pack` and read them with the tar_shards source"));
+    }
+  }
   auto sampler = EpochSampler::Create(config_.sampler);
   if (!sampler) return std::unexpected(sampler.error());
   sampler_.emplace(std::move(*sampler));
+  ledger_.emplace(source_->size(), config_.first_epoch);
   auto decoder = MakeDecoder(config_.decode_op, config_.decode_params);
   if (!decoder) {
     Error e = decoder.error();
@@ -80,7 +92,12 @@ Status LoaderCore::OpenInputs() {
     return std::unexpected(std::move(e));
   }
   decoder_ = std::move(*decoder);
-  worker_.emplace(config_, *source_, *decoder_);
+  // One I/O thread per worker that may read at once (config_.workers loops).
+  reads_ = std::make_unique<ReadPool>(
+      source_, ReadPool::Options{.timeout_s = config_.read_timeout,
+                                 .threads = config_.workers,
+                                 .max_stuck = ReadPool::DefaultMaxStuck(config_.workers)});
+  worker_.emplace(config_, *source_, *decoder_, *reads_);
   return Ok();
 }
 
@@ -105,6 +122,7 @@ Status LoaderCore::AllocatePools(std::shared_ptr<cuda::CudaDevice> device) {
       }
     }
     b.samples.assign(static_cast<size_t>(c.batch_size), 0);
+    b.bad.reserve(static_cast<size_t>(c.batch_size));
   }
   for (int w = c.workers - 1; w >= 0; --w) idle_workers_.push_back(w);
   parallelism_ = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
@@ -125,6 +143,7 @@ LoaderCore::~LoaderCore() {
 void LoaderCore::Shutdown() {
   std::unique_lock lock(mutex_);
   stopping_ = true;
+  if (reads_) reads_->Cancel();  // never takes mutex_
   WaitIdleLocked(lock);
 }
 
@@ -149,7 +168,7 @@ void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position,
     ++delivered_in_epoch_;
   }
   SkipDeliveredBatchesLocked();
-  epoch_bad_ = 0;
+  ledger_->StartEpoch(epoch);
 }
 
 void LoaderCore::SkipDeliveredBatchesLocked() {
@@ -203,6 +222,8 @@ bool LoaderCore::ClaimBufferLocked() {
   buf.remaining = config_.batch_size;
   buf.start = Clock::now();
   buf.error.reset();
+  buf.error_slot = -1;
+  buf.bad.clear();
   fill_buffer_ = free;
   return true;
 }
@@ -288,26 +309,47 @@ void LoaderCore::CompleteAndLaunch(const Job& job, Outcome& outcome,
   cv_.notify_all();
 }
 
-void LoaderCore::RecordBadLocked(const Outcome& o) {
+void LoaderCore::AddBadReadsLocked(const Job& job, const Outcome& o) {
+  PoolBuffer& b = buffers_[static_cast<size_t>(job.buffer)];
   for (int i = 0; i < o.bad_count; ++i) {
-    ++bad_total_;
-    ++epoch_bad_;
+    // The bad path: naming the sample and copying its reason allocate.
+    const std::string name = source_->SampleName(o.bad_index[i]);
+    std::string reason = o.bad_error[i]->message;
+    if (reason.starts_with(name + ": ")) reason.erase(0, name.size() + 2);
+    b.bad.push_back(BadRead{job.slot, i, o.bad_index[i], std::move(reason)});
+  }
+}
+
+Status LoaderCore::AccountLocked(PoolBuffer& b) {
+  std::sort(b.bad.begin(), b.bad.end(), [](const BadRead& x, const BadRead& y) {
+    return x.slot != y.slot ? x.slot < y.slot : x.attempt < y.attempt;
+  });
+  for (const BadRead& r : b.bad) {
+    ++bad_reads_;
     if (config_.policy == ErrorPolicy::kSkip) ++skipped_;
     if (config_.policy == ErrorPolicy::kReplace) ++replaced_;
+    ledger_->AddBad(r.index, r.reason);
     if (last_bad_.size() == 8) last_bad_.erase(last_bad_.begin());
-    last_bad_.push_back(BadSample{source_->SampleName(o.bad_index[i]), o.bad_error[i]->message});
+    last_bad_.push_back(BadSample{source_->SampleName(r.index), r.reason, b.epoch, r.index});
   }
-  const double max_fraction = config_.max_fraction;
-  const double allowed = max_fraction * static_cast<double>(sampler_->samples_per_rank());
-  if (!fatal_ && config_.policy != ErrorPolicy::kFail &&
-      static_cast<double>(epoch_bad_) > allowed) {
-    fatal_ = Err(ErrorCode::kCorruptData,
-                 std::to_string(epoch_bad_) + " bad samples in epoch " + std::to_string(epoch_) +
-                     " exceed on_error.max_fraction " + std::to_string(max_fraction) + " of " +
-                     std::to_string(sampler_->samples_per_rank()) +
-                     " samples; last: " + last_bad_.back().path + ": " + last_bad_.back().reason,
-                 "fix or remove the bad files, or raise output.on_error.max_fraction");
+  // A failed slot has no sample; the fraction below needs only good batches.
+  if (!b.error) {
+    for (uint64_t index : b.samples) ledger_->AddRead(index);
   }
+  if (config_.policy == ErrorPolicy::kFail || b.bad.empty()) return Ok();
+  const uint64_t per_rank = sampler_->samples_per_rank();
+  const uint64_t base = std::max(per_rank, ledger_->epoch_read());
+  const double allowed = config_.max_fraction * static_cast<double>(base);
+  if (static_cast<double>(ledger_->epoch_bad()) <= allowed) return Ok();
+  const BadSample& last = last_bad_.back();
+  return MakeError(ErrorCode::kCorruptData,
+                   std::to_string(ledger_->epoch_bad()) + " distinct bad samples in epoch " +
+                       std::to_string(b.epoch) + " exceed on_error.max_fraction " +
+                       std::to_string(config_.max_fraction) + " of " + std::to_string(base) +
+                       " samples (the larger of the epoch's " + std::to_string(per_rank) +
+                       " and the " + std::to_string(ledger_->epoch_read()) +
+                       " distinct samples read); last: " + last.path + ": " + last.reason,
+                   "fix or remove the bad files, or raise output.on_error.max_fraction");
 }
 
 bool LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
@@ -315,9 +357,12 @@ bool LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
   read_ns_ += o.read_ns;
   decode_ns_ += o.decode_ns;
   kernel_ns_ += o.kernel_ns;
-  if (o.fatal && !fatal_) fatal_ = o.fatal;  // before RecordBadLocked, as it reads fatal_
-  RecordBadLocked(o);
-  if (o.error && !b.error) b.error = o.error;
+  if (o.fatal && !fatal_) fatal_ = o.fatal;
+  AddBadReadsLocked(job, o);
+  if (o.error && (!b.error || job.slot < b.error_slot)) {
+    b.error = o.error;  // the lowest failing slot's: independent of timing
+    b.error_slot = job.slot;
+  }
   b.samples[static_cast<size_t>(job.slot)] = o.used_index;
   bool launch = false;
   if (--b.remaining == 0) {
@@ -387,10 +432,13 @@ Result<std::optional<Batch>> LoaderCore::DeliverLocked(int pick,
   delivered_[b.index] = true;
   ++delivered_in_epoch_;
   while (deliver_next_ < delivered_.size() && delivered_[deliver_next_]) ++deliver_next_;
-  if (b.error) {
-    Error e = *b.error;
+  Status counted = AccountLocked(b);
+  if (!counted && !fatal_) fatal_ = counted.error();  // returned until Restore()
+  if (b.error || !counted) {
+    Error e = b.error ? *b.error : counted.error();
     b.state = BufferState::kFree;
     PumpLocked();
+    cv_.notify_all();
     return std::unexpected(std::move(e));
   }
   ++batches_;
@@ -480,6 +528,24 @@ void LoaderCore::Release(int buffer) {
 
 // ---- State, restore and stats ----
 
+Result<std::vector<BadSample>> LoaderCore::BadSamples(uint64_t epoch) const {
+  std::unique_lock lock(mutex_);
+  auto records = ledger_->Records(epoch);
+  if (!records) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the loader keeps the bad samples of its current epoch " +
+                         std::to_string(ledger_->epoch()) +
+                         " and the one before it, not of epoch " + std::to_string(epoch),
+                     "read an epoch's list before the loader moves two epochs past it");
+  }
+  std::vector<BadSample> out;
+  out.reserve(records->size());
+  for (BadSampleLedger::Record& r : *records) {
+    out.push_back(BadSample{source_->SampleName(r.index), std::move(r.reason), epoch, r.index});
+  }
+  return out;
+}
+
 LoaderState LoaderCore::State() const {
   std::unique_lock lock(mutex_);
   LoaderState s;
@@ -553,7 +619,8 @@ LoaderStats LoaderCore::Stats() const {
   s.latency_p99 = latency_.Quantile(0.99);
   s.latency_max = latency_.max();
   s.consumer_wait_seconds = wait_seconds_;
-  s.bad_samples = bad_total_;
+  s.bad_samples = ledger_->total_bad();
+  s.bad_reads = bad_reads_;
   s.skipped = skipped_;
   s.replaced = replaced_;
   s.last_bad = last_bad_;

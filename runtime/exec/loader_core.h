@@ -23,13 +23,22 @@
 // it) -> kFree (the Batch is destroyed: Release). On the GPU path a buffer is
 // refilled only after its event was waited on (GpuStage::WaitBuffer).
 //
-// Shutdown: stopping_ stops new work; the destructor of Loader waits (condition
-// variable) until every worker has returned. Batches still held keep the core
-// (and its buffers) alive through shared_ptr; their release is then a no-op
-// besides freeing memory with the last reference.
+// Shutdown: stopping_ stops new work and the read pool is cancelled (a worker
+// waiting on a read, even a stuck one, returns at once: read_pool.h); the
+// destructor of Loader waits (condition variable) until every worker has
+// returned, so it takes at most the workers' non-read work on the samples they
+// hold (with source.read_timeout 0, also a stuck read). Batches still held
+// keep the core (and its buffers) alive through shared_ptr; their release is
+// then a no-op besides freeing memory with the last reference.
 //
 // No exception escapes a worker: its body is wrapped, and an exception becomes
 // a fatal kInternal error returned by the next Next().
+//
+// Bad samples: a completing job appends its bad reads to its buffer (the bad
+// path's only allocation: the reason text); DeliverLocked hands them, sorted
+// by (slot, attempt), to the BadSampleLedger when the batch is handed out or
+// failed on, and checks on_error.max_fraction there. Counting at delivery
+// makes every count independent of threads, prefetch and timing.
 //
 // Warnings (GPU fallback, reference fields; LoaderConfig::warnings) are kept
 // in Stats().warnings and printed to stderr once per process.
@@ -48,9 +57,11 @@
 #include <vector>
 
 #include "runtime/decode/decoder.h"
+#include "runtime/exec/bad_sample_ledger.h"
 #include "runtime/exec/gpu_stage.h"
 #include "runtime/exec/loader_config.h"
 #include "runtime/exec/online_tuner.h"
+#include "runtime/exec/read_pool.h"
 #include "runtime/exec/sample_worker.h"
 #include "runtime/metrics/latency_recorder.h"
 #include "runtime/sampling/epoch_sampler.h"
@@ -73,6 +84,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   LoaderState State() const;
   Status Restore(const LoaderState& state);
   LoaderStats Stats() const;
+  Result<std::vector<BadSample>> BadSamples(uint64_t epoch) const;
   // Called by ~Batch: the buffer goes back to the pool.
   void Release(int buffer);
 
@@ -87,13 +99,23 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
  private:
   using Clock = std::chrono::steady_clock;
   enum class BufferState { kFree, kFilling, kTransferring, kReady, kHeld };
+  // One failed read/decode met while filling a slot.
+  struct BadRead {
+    int64_t slot = 0;
+    int attempt = 0;  // order within the slot
+    uint64_t index = 0;
+    std::string reason;  // without the sample's name in front
+  };
   struct PoolBuffer {
     uint8_t* data = nullptr;  // 64-byte aligned, config_.buffer_bytes
     BufferState state = BufferState::kFree;
     uint64_t epoch = 0, index = 0;
     int64_t remaining = 0;
     Clock::time_point start;
-    std::optional<Error> error;     // fail policy: first failing sample's error
+    // The lowest failing slot's error (fail, or attempts exhausted).
+    std::optional<Error> error;
+    int64_t error_slot = -1;
+    std::vector<BadRead> bad;       // its slots' bad reads, in completion order
     std::vector<uint64_t> samples;  // dataset index per slot (sized once)
   };
 
@@ -121,7 +143,12 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Records the job's outcome; true when it completed a batch that must now
   // be launched on the GPU (outside the lock).
   bool CompleteLocked(const Job& job, Outcome& outcome);
-  void RecordBadLocked(const Outcome& outcome);
+  // Appends the job's bad reads to its buffer.
+  void AddBadReadsLocked(const Job& job, const Outcome& outcome);
+  // Counts buffer `b`'s bad reads and reads (Next() hands it out or fails
+  // on it); an error when the epoch's distinct bad samples now exceed
+  // on_error.max_fraction (skip and replace).
+  Status AccountLocked(PoolBuffer& b);
   // Next() once a ready buffer of the epoch was picked.
   Result<std::optional<Batch>> DeliverLocked(int pick, std::unique_lock<std::mutex>& lock);
   // The ready buffer Next() hands out next (strict: the next batch index;
@@ -142,8 +169,11 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Immutable after Create.
   std::unique_ptr<Plan> plan_;  // the config's fields point into it
   LoaderConfig config_;
-  std::unique_ptr<Source> source_;
+  // Shared with the read pool's I/O threads: a read stuck past the loader's
+  // life keeps the source alive (read_pool.h).
+  std::shared_ptr<const Source> source_;
   std::unique_ptr<Decoder> decoder_;
+  std::unique_ptr<ReadPool> reads_;  // every source read, with its deadline
   std::optional<EpochSampler> sampler_;
   std::optional<SampleWorker> worker_;
   // TBB sizes its worker pool for hardware_concurrency - 1 workers (it expects
@@ -171,9 +201,10 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t deliver_next_ = 0;  // strict: next batch index to hand out
   uint64_t delivered_in_epoch_ = 0;
   std::vector<bool> delivered_;  // relaxed: which batches of the epoch were handed out
-  uint64_t epoch_bad_ = 0;
+  // Created with the sampler.
+  std::optional<BadSampleLedger> ledger_;
   // Stats.
-  uint64_t samples_ = 0, batches_ = 0, bad_total_ = 0, skipped_ = 0, replaced_ = 0;
+  uint64_t samples_ = 0, batches_ = 0, bad_reads_ = 0, skipped_ = 0, replaced_ = 0;
   int64_t read_ns_ = 0, decode_ns_ = 0, kernel_ns_ = 0;
   double wait_seconds_ = 0;
   // Online tuning (auto knobs only): the caps the workers and the buffer

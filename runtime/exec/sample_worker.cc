@@ -98,10 +98,12 @@ void Outcome::Reset() {
   read_ns = decode_ns = kernel_ns = 0;
 }
 
-SampleWorker::SampleWorker(const LoaderConfig& config, const Source& source, const Decoder& decoder)
+SampleWorker::SampleWorker(const LoaderConfig& config, const Source& source, const Decoder& decoder,
+                           ReadPool& reads)
     : config_(config),
       source_(source),
       decoder_(decoder),
+      reads_(reads),
       pushdown_(EffectivePushdown(config.pushdown, decoder.caps())) {
   for (const FieldLayout& f : config.fields) {
     has_reference_ |= f.reference >= 0;
@@ -162,11 +164,11 @@ Error SampleWorker::WithPath(const Error& e, uint64_t index) const {
 Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
                                bool& fatal) const {
   auto t0 = Clock::now();
-  auto bytes = source_.Read(index, scratch.read);
+  auto bytes = reads_.Read(index, scratch.read);
   auto t1 = Clock::now();
   out.read_ns += Ns(t0, t1);
   if (!bytes) return std::unexpected(WithPath(bytes.error(), index));
-  std::span<const uint8_t> data(scratch.read.data(), *bytes);
+  std::span<const uint8_t> data(scratch.read.buffer().data(), *bytes);
   auto header = decoder_.ReadHeader(data);
   if (!header) return std::unexpected(WithPath(header.error(), index));
   DecodeRequest request;

@@ -25,7 +25,8 @@
 // Bad samples follow the error policy (include/sluice/loader.h): skip draws a
 // replacement from the rank's epoch order, replace takes the next dataset
 // index, fail records the error; at most kMaxAttempts replacements. An error
-// that is not the sample's fault (a kernel failure) is `fatal`.
+// that is not the sample's fault (a kernel failure) is `fatal`. A read that
+// passes source.read_timeout (ReadPool) is a bad sample like a corrupt file.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,7 @@
 #include "runtime/decode/decoder.h"
 #include "runtime/decode/image_buffer.h"
 #include "runtime/exec/loader_config.h"
+#include "runtime/exec/read_pool.h"
 #include "runtime/sampling/epoch_sampler.h"
 #include "runtime/sources/source.h"
 #include "sluice/result.h"
@@ -45,7 +47,7 @@ namespace sluice::runtime {
 
 // One worker task's reusable memory.
 struct Scratch {
-  std::vector<uint8_t> read;
+  ReadSlot read;  // the read buffer, owned through the ReadPool's request
   ImageBuffer image;
   // The decoded image as the reference implementations read it (reference
   // fields only); its storage is reused from sample to sample.
@@ -77,9 +79,11 @@ struct Outcome {
 
 class SampleWorker {
  public:
-  // `config`, `source` and `decoder` must outlive the worker; `config.fields`
-  // point into the plan, which must too.
-  SampleWorker(const LoaderConfig& config, const Source& source, const Decoder& decoder);
+  // `config`, `source`, `decoder` and `reads` must outlive the worker;
+  // `config.fields` point into the plan, which must too. Every source read
+  // goes through `reads` (the read deadline; `reads` reads `source`).
+  SampleWorker(const LoaderConfig& config, const Source& source, const Decoder& decoder,
+               ReadPool& reads);
 
   // Fills `job`'s slot with the sample at `order[job.position]`, or a
   // replacement under the error policy; never throws for bad data.
@@ -119,6 +123,7 @@ class SampleWorker {
   const LoaderConfig& config_;
   const Source& source_;
   const Decoder& decoder_;
+  ReadPool& reads_;
   PushdownConfig pushdown_;                   // what this decoder does of config_.pushdown
   const FusedChain* region_chain_ = nullptr;  // the (single) fused chain pushdown is for
   bool has_reference_ = false;

@@ -1,5 +1,6 @@
 #include "runtime/sampling/epoch_sampler.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -8,23 +9,146 @@
 
 namespace sluice::runtime {
 
+namespace {
+
+// Streams rank r's slice of S (see the header): the samples of the shards in
+// permuted order, from slice position `begin` for `length` samples.
+class SliceStream {
+ public:
+  SliceStream(const SamplerConfig& c, uint64_t epoch, uint64_t begin, uint64_t length)
+      : starts_(c.shard_starts),
+        n_(c.num_samples),
+        perm_(c.shard_starts.size(), c.seed, epoch),
+        left_(length) {
+    // Skip the shards wholly before `begin`: O(num_shards) per epoch.
+    uint64_t skipped = 0;
+    for (shard_pos_ = 0; shard_pos_ < starts_.size(); ++shard_pos_) {
+      const uint64_t k = perm_.Permute(shard_pos_);
+      const uint64_t size = End(k) - starts_[k];
+      if (skipped + size > begin) {
+        next_ = starts_[k] + (begin - skipped);
+        end_ = End(k);
+        break;
+      }
+      skipped += size;
+    }
+  }
+  bool done() const { return left_ == 0; }
+  uint64_t left() const { return left_; }
+  // The next sample; requires !done().
+  uint64_t Next() {
+    while (next_ == end_) {  // the shard is exhausted (or empty): the next one
+      const uint64_t k = perm_.Permute(++shard_pos_);
+      next_ = starts_[k];
+      end_ = End(k);
+    }
+    --left_;
+    return next_++;
+  }
+
+ private:
+  uint64_t End(uint64_t k) const { return k + 1 < starts_.size() ? starts_[k + 1] : n_; }
+
+  const std::vector<uint64_t>& starts_;
+  uint64_t n_;
+  IndexPermutation perm_;
+  uint64_t left_;
+  uint64_t shard_pos_ = 0, next_ = 0, end_ = 0;
+};
+
+// The uniform slot draw of output step t: a hash keyed by (seed, epoch, rank).
+uint64_t DrawKey(const SamplerConfig& c, uint64_t epoch) {
+  return Mix64(Mix64(c.seed ^ 0x243f6a8885a308d3ULL) ^ Mix64(epoch + 0x13198a2e03707344ULL) ^
+               Mix64(static_cast<uint64_t>(c.rank) ^ 0xa4093822299f31d0ULL));
+}
+uint64_t Slot(uint64_t key, uint64_t t, uint64_t slots) {
+  const uint64_t h = Mix64(key + t * 0x9e3779b97f4a7c15ULL);
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * slots) >> 64);
+}
+
+// Runs the shuffle buffer over `stream`, writing `steps` outputs into out.
+template <typename T>
+void ShuffleThroughBuffer(SliceStream& stream, uint64_t buffer, uint64_t key, uint64_t steps,
+                          std::vector<T>& out) {
+  std::vector<T> slots;
+  slots.reserve(static_cast<size_t>(std::min(buffer, stream.left())));
+  while (slots.size() < buffer && !stream.done()) slots.push_back(static_cast<T>(stream.Next()));
+  out.resize(static_cast<size_t>(steps));
+  for (uint64_t t = 0; t < steps; ++t) {
+    const uint64_t s = Slot(key, t, slots.size());
+    out[t] = slots[s];
+    if (!stream.done()) {
+      slots[s] = static_cast<T>(stream.Next());
+    } else {
+      slots[s] = slots.back();
+      slots.pop_back();
+    }
+  }
+}
+
+}  // namespace
+
 EpochOrder::EpochOrder(const SamplerConfig& c, uint64_t samples_per_rank, uint64_t epoch)
     : n_(c.num_samples),
       rank_(c.rank),
       world_size_(c.world_size),
       shuffle_(c.order == SampleOrder::kShuffle),
       samples_per_rank_(samples_per_rank),
-      perm_(c.num_samples, c.seed, epoch) {}
-
-uint64_t EpochOrder::operator[](uint64_t p) const {
-  uint64_t j = GlobalPosition(p);
-  if (j >= n_) j %= n_;  // pad: repeat the start of the epoch's order
-  return shuffle_ ? perm_.Permute(j) : j;
+      perm_(c.num_samples, c.seed, epoch) {
+  if (c.order != SampleOrder::kShardShuffle || samples_per_rank == 0) return;
+  const auto w = static_cast<unsigned __int128>(c.world_size);
+  const auto begin =
+      static_cast<uint64_t>(c.num_samples * static_cast<unsigned __int128>(c.rank) / w);
+  const auto end =
+      static_cast<uint64_t>(c.num_samples * static_cast<unsigned __int128>(c.rank + 1) / w);
+  auto table = std::make_shared<Table>();
+  // drop: samples_per_rank <= floor(n / W) <= the slice; pad: the whole slice.
+  table->real = std::min(samples_per_rank, end - begin);
+  uint64_t steps = table->real;
+  uint64_t from = begin, length = end - begin;
+  if (steps == 0) {  // pad with an empty slice (n < W): repeat S[r mod n]
+    from = static_cast<uint64_t>(c.rank) % c.num_samples;
+    length = steps = 1;
+  }
+  SliceStream stream(c, epoch, from, length);
+  const uint64_t key = DrawKey(c, epoch);
+  if (c.num_samples <= std::numeric_limits<uint32_t>::max()) {
+    ShuffleThroughBuffer(stream, c.shuffle_buffer, key, steps, table->narrow);
+  } else {
+    ShuffleThroughBuffer(stream, c.shuffle_buffer, key, steps, table->wide);
+  }
+  table_ = std::move(table);
 }
 
 void EpochOrder::Fill(uint64_t first, std::span<uint64_t> out) const {
   for (size_t k = 0; k < out.size(); ++k) out[k] = (*this)[first + k];
 }
+
+namespace {
+
+Status CheckShardConfig(const SamplerConfig& c) {
+  if (c.shuffle_buffer == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "shuffle_buffer must be >= 1");
+  }
+  if (c.num_samples == 0) return Ok();
+  const std::vector<uint64_t>& s = c.shard_starts;
+  if (s.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "order shard_shuffle needs the shard starts of a sharded source");
+  }
+  if (s[0] != 0) return MakeError(ErrorCode::kInvalidArgument, "the first shard must start at 0");
+  for (size_t k = 1; k < s.size(); ++k) {
+    if (s[k] < s[k - 1] || s[k] > c.num_samples) {
+      return MakeError(ErrorCode::kInvalidArgument, "shard " + std::to_string(k) + " starts at " +
+                                                        std::to_string(s[k]) + ", not in [" +
+                                                        std::to_string(s[k - 1]) + ", " +
+                                                        std::to_string(c.num_samples) + "]");
+    }
+  }
+  return Ok();
+}
+
+}  // namespace
 
 Result<EpochSampler> EpochSampler::Create(const SamplerConfig& c) {
   if (c.batch_size == 0) return MakeError(ErrorCode::kInvalidArgument, "batch_size must be >= 1");
@@ -37,6 +161,7 @@ Result<EpochSampler> EpochSampler::Create(const SamplerConfig& c) {
         ErrorCode::kInvalidArgument,
         "rank " + std::to_string(c.rank) + " is outside [0, " + std::to_string(c.world_size) + ")");
   }
+  if (c.order == SampleOrder::kShardShuffle) SLUICE_RETURN_IF_ERROR(CheckShardConfig(c));
   const uint64_t per_step = static_cast<uint64_t>(c.world_size) * c.batch_size;
   if (per_step / c.batch_size != static_cast<uint64_t>(c.world_size)) {
     return MakeError(ErrorCode::kInvalidArgument, "world_size * batch_size overflows");

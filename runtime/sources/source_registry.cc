@@ -3,6 +3,7 @@
 
 #include "runtime/sources/file_list_source.h"
 #include "runtime/sources/image_folder_source.h"
+#include "runtime/sources/tar_shards_source.h"
 
 namespace sluice::runtime {
 namespace {
@@ -10,9 +11,17 @@ namespace {
 constexpr SourceEntry kSources[] = {
     {"image_folder", OpenImageFolderSource},
     {"file_list", OpenFileListSource},
+    {"tar_shards", OpenTarShardsSource},
 };
 
+SourceEntry override_entry{};  // ScopedSourceOverride's; format empty when none
+
 }  // namespace
+
+ScopedSourceOverride::ScopedSourceOverride(std::string_view format, OpenSourceFn open) {
+  override_entry = SourceEntry{format, open};
+}
+ScopedSourceOverride::~ScopedSourceOverride() { override_entry = SourceEntry{}; }
 
 std::span<const SourceEntry> RegisteredSources() { return kSources; }
 
@@ -24,6 +33,9 @@ const SourceEntry* FindSource(std::string_view format) {
 }
 
 Result<std::unique_ptr<Source>> OpenSource(std::string_view format, const ParamList& params) {
+  if (!override_entry.format.empty() && override_entry.format == format) {
+    return override_entry.open(params);
+  }
   if (const SourceEntry* entry = FindSource(format)) return entry->open(params);
   std::string known;
   for (const SourceEntry& entry : kSources) {

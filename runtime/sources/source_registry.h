@@ -44,6 +44,18 @@ const SourceEntry* FindSource(std::string_view format);
 // source's own errors.
 Result<std::unique_ptr<Source>> OpenSource(std::string_view format, const ParamList& params);
 
+// For tests (a fake source behind a compiled plan): while it lives,
+// OpenSource(format) opens with `open` instead of the table's entry (`format`
+// must outlive it: a literal). One override at a time; create and destroy it
+// while no loader is being created.
+class ScopedSourceOverride {
+ public:
+  ScopedSourceOverride(std::string_view format, OpenSourceFn open);
+  ~ScopedSourceOverride();
+  ScopedSourceOverride(const ScopedSourceOverride&) = delete;
+  ScopedSourceOverride& operator=(const ScopedSourceOverride&) = delete;
+};
+
 // A string param of `params`, or `fallback` when absent or not a string (for
 // the sources' open functions).
 std::string SourceParamString(const ParamList& params, const std::string& name,

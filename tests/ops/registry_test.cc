@@ -85,7 +85,7 @@ void CheckParamDef(const std::string& where, const ParamDef& def) {
 
 TEST(RegistryTest, OpsSortedUniqueDocumented) {
   const auto names = OpNames();
-  ASSERT_EQ(names.size(), 17u);
+  ASSERT_EQ(names.size(), 18u);
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   for (const OpDef* op : AllOps()) {
@@ -133,7 +133,7 @@ TEST(RegistryTest, ExpectedOpsPresent) {
 TEST(RegistryTest, OpsOfClass) {
   std::vector<std::string> sources;
   for (const OpDef* op : OpsOfClass(OpClass::kSource)) sources.push_back(op->name);
-  EXPECT_EQ(sources, (std::vector<std::string>{"file_list", "image_folder"}));
+  EXPECT_EQ(sources, (std::vector<std::string>{"file_list", "image_folder", "tar_shards"}));
   ASSERT_EQ(OpsOfClass(OpClass::kBatch).size(), 1u);
   EXPECT_EQ(OpsOfClass(OpClass::kBatch)[0]->name, "batch");
   EXPECT_EQ(OpClassName(OpClass::kResample), "resample");

@@ -346,11 +346,38 @@ TEST(SpecParserErrors, UnreadableFile) {
             "  hint: check the path\n");
 }
 
+// Every source parameter keeps its own value, whatever the keys' order
+// (`format` first used to shift each value onto the previous key).
+TEST(SpecParser, SourceParamsKeepTheirValues) {
+  for (const std::string& source :
+       {std::string("{format: file_list, path: /l.csv, path_column: file, label_column: y}"),
+        std::string("{path: /l.csv, format: file_list, label_column: y, path_column: file}")}) {
+    Diagnostics diags;
+    Spec spec = Parse("sluice: 1\nname: t\nsource: " + source +
+                          "\ngraph: [decode_jpeg: {}]\nbatch: {size: 1, fields: {image: jpg}}\n",
+                      diags);
+    ASSERT_FALSE(diags.has_errors()) << diags.Render();
+    EXPECT_EQ(spec.source.params.at("path").AsString(), "/l.csv") << source;
+    EXPECT_EQ(spec.source.params.at("path_column").AsString(), "file") << source;
+    EXPECT_EQ(spec.source.params.at("label_column").AsString(), "y") << source;
+  }
+  Diagnostics diags;
+  Spec spec = Parse(
+      "sluice: 1\nname: t\nsource: {format: tar_shards, path: \"${D}/s-{0..3}.tar\", image: "
+      "png, label: txt}\ngraph: [decode_png: {}]\nbatch: {size: 1, fields: {image: jpg}}\n",
+      diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.Render();
+  EXPECT_EQ(spec.source.params.at("path").AsString(), "${D}/s-{0..3}.tar");
+  EXPECT_EQ(spec.source.params.at("image").AsString(), "png");
+  EXPECT_EQ(spec.source.params.at("label").AsString(), "txt");
+  EXPECT_EQ(spec.source.params.at("index").AsString(), "");
+}
+
 TEST(SpecParserErrors, SourceProblems) {
   EXPECT_EQ(Errors("sluice: 1\nname: t\nsource: {path: /d}\ngraph: [decode_jpeg: {}]\n"
                    "batch: {size: 1, fields: {image: jpg}}\n"),
             "t.yaml:3:1: error: missing required key `format` in `source`\n"
-            "  hint: name the kind of source: `file_list` or `image_folder`\n");
+            "  hint: name the kind of source: `file_list`, `image_folder` or `tar_shards`\n");
   EXPECT_EQ(Errors("sluice: 1\nname: t\nsource: {format: file_list, pth: /d}\n"
                    "graph: [decode_jpeg: {}]\nbatch: {size: 1, fields: {image: jpg}}\n"),
             "t.yaml:3:18: error: missing required parameter `path` in `source`\n"

@@ -125,6 +125,23 @@ TEST_F(LoaderConfigTest, ResolvesTheTestPlanWithAutoKnobs) {
   EXPECT_TRUE(c->warnings.empty());
 }
 
+// source.read_timeout: the plan's value; the registry's default (30 s) for a
+// plan written before the parameter existed; a negative value is refused.
+TEST_F(LoaderConfigTest, ReadTimeoutComesFromTheSourceParams) {
+  auto given = ResolveLoaderConfig(
+      Load([](json& j) { j["source"]["params"]["read_timeout"] = 0.25; }), {}, Env(2));
+  ASSERT_TRUE(given) << given.error().ToString();
+  EXPECT_EQ(given->read_timeout, 0.25);
+  auto old = ResolveLoaderConfig(Load([](json& j) { j["source"]["params"].erase("read_timeout"); }),
+                                 {}, Env(2));
+  ASSERT_TRUE(old) << old.error().ToString();
+  EXPECT_EQ(old->read_timeout, 30.0);
+  auto negative = ResolveLoaderConfig(
+      Load([](json& j) { j["source"]["params"]["read_timeout"] = -1.0; }), {}, Env(2));
+  ASSERT_FALSE(negative);
+  EXPECT_NE(negative.error().message.find("source.read_timeout"), std::string::npos);
+}
+
 TEST_F(LoaderConfigTest, UnknownHardwareConcurrencyCountsAsOne) {
   auto c = ResolveLoaderConfig(Load(), {}, Env(0));
   ASSERT_TRUE(c) << c.error().ToString();
@@ -252,6 +269,19 @@ TEST_F(LoaderConfigTest, ErrorPolicyAndOrderingFromThePlan) {
   ASSERT_TRUE(c);
   EXPECT_FALSE(c->relaxed);
 
+  Plan sharded = Load([](json& j) {
+    j["sampling"]["order"] = "shard_shuffle";
+    j["sampling"]["shuffle_buffer"] = 123;
+  });
+  c = ResolveLoaderConfig(sharded, {}, Env());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->sampler.order, runtime::SampleOrder::kShardShuffle);
+  EXPECT_EQ(c->sampler.shuffle_buffer, 123u);
+  Plan unknown = Load([](json& j) { j["sampling"]["order"] = "random"; });
+  c = ResolveLoaderConfig(unknown, {}, Env());
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, ErrorCode::kInvalidSpec);
+
   Plan fail = Load([](json& j) { j["output"]["on_error"] = {{"policy", "fail"}}; });
   c = ResolveLoaderConfig(fail, {}, Env());
   ASSERT_TRUE(c);
@@ -358,8 +388,9 @@ TEST_F(LoaderConfigTest, ReferenceFieldTurnsPushdownOffAndWarns) {
     // What the compiler's decode_pushdown pass writes for such a plan.
     j["decode"]["pushdown"] = json{{"roi", false},
                                    {"dct_scaling", false},
-                                   {"reason", "off: a batch field runs on the reference "
-                                              "implementations"}};
+                                   {"reason",
+                                    "off: a batch field runs on the reference "
+                                    "implementations"}};
   });
   ASSERT_EQ(plan.reference_chains().size(), 1u);
   EXPECT_EQ(plan.decode_op(), "decode_jpeg");

@@ -83,7 +83,8 @@ class SampleWorkerTest : public ::testing::Test {
   // Fills every slot of batch 0 of epoch 0 with `decoder`; returns the
   // buffer's bytes, or the first sample's error.
   Result<std::vector<uint8_t>> FillBatch(const Decoder& decoder) {
-    runtime::SampleWorker worker(config_, *source_, decoder);
+    runtime::ReadPool reads(source_, {.timeout_s = config_.read_timeout, .threads = 1});
+    runtime::SampleWorker worker(config_, *source_, decoder, reads);
     runtime::EpochOrder order = sampler_->Epoch(0);
     runtime::Scratch scratch;
     runtime::Outcome outcome;
@@ -106,7 +107,7 @@ class SampleWorkerTest : public ::testing::Test {
   std::unique_ptr<ScopedDir> data_;
   std::unique_ptr<Plan> plan_;
   runtime::LoaderConfig config_;
-  std::unique_ptr<runtime::Source> source_;
+  std::shared_ptr<const runtime::Source> source_;
   std::optional<runtime::EpochSampler> sampler_;
   std::unique_ptr<Decoder> decoder_;
   uint8_t* buffer_ = nullptr;

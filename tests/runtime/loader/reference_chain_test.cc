@@ -281,7 +281,7 @@ TEST_F(ReferenceChainLoader, WrongShapeForSomeImageSizesIsABadSample) {
   }
   const LoaderStats stats = loader->Stats();
   EXPECT_GT(stats.bad_samples, 0u);
-  EXPECT_EQ(stats.skipped, stats.bad_samples);
+  EXPECT_EQ(stats.skipped, stats.bad_reads);
   ASSERT_FALSE(stats.last_bad.empty());
   // Two workers record the two bad samples in either order: look at all of them.
   std::string reasons;

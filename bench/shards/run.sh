@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Shards against folders (issue 15 item 6): the same JPEGs read as an
+# image_folder, as tar_shards written by `sluice pack`, and as tar_shards
+# written by `sluice pack --max-side 512`, all through the ImageNet train spec
+# (examples/imagenet_train.yaml and its tar_shards twin), with a warm and with a
+# cold page cache. The contenders are interleaved round by round (folder,
+# shards, shards-512, warm then cold) so machine noise hits all alike; the
+# summary gives medians and same-run ratios. A benchmark, not a test: exit 0
+# whether or not the targets are met.
+#
+#   bench/shards/run.sh [--no-build]
+#
+# Cold cache: before each cold run, bench/shards/evict.py calls
+# posix_fadvise(POSIX_FADV_DONTNEED) on every file of that contender's data
+# (the kernel drops their clean pages; no root needed), and fincore(1) confirms
+# how much of the data was still resident. A hypervisor below may still cache.
+#
+# Environment: BUILD [build-bench], THREADS [nproc], WARMUP [2], BATCHES [8],
+#   IMAGES [(WARMUP+BATCHES+1)*256], CLASSES [10], SEED [1], ROUNDS [3],
+#   SHARD_SIZE [64MB], LOG [$BUILD/shards/results.log]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$ROOT"
+BUILD="${BUILD:-build-bench}"
+THREADS="${THREADS:-$(nproc)}"
+WARMUP="${WARMUP:-2}"
+BATCHES="${BATCHES:-8}"
+IMAGES="${IMAGES:-$(((WARMUP + BATCHES + 1) * 256))}"
+CLASSES="${CLASSES:-10}"
+SEED="${SEED:-1}"
+ROUNDS="${ROUNDS:-3}"
+SHARD_SIZE="${SHARD_SIZE:-64MB}"
+WORK="$BUILD/shards"
+LOG="${LOG:-$WORK/results.log}"
+
+if [[ "${1:-}" != "--no-build" ]]; then
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD" -j"$THREADS" --target sluice sluice_make_dataset sluice_e2e_loader
+fi
+mkdir -p "$WORK"
+
+STAMP="images=$IMAGES classes=$CLASSES seed=$SEED shard_size=$SHARD_SIZE"
+if [[ "$(cat "$WORK/.params" 2>/dev/null)" != "$STAMP" ]]; then
+  rm -rf "$WORK/folder" "$WORK/shards" "$WORK/shards512"
+  "$BUILD/sluice_make_dataset" "$WORK/folder/train" --images "$IMAGES" --classes "$CLASSES" \
+    --seed "$SEED" >&2
+  "$BUILD/sluice" pack "$WORK/folder/train" -o "$WORK/shards" --shard-size "$SHARD_SIZE" >&2
+  "$BUILD/sluice" pack "$WORK/folder/train" -o "$WORK/shards512" --shard-size "$SHARD_SIZE" \
+    --max-side 512 >&2
+  echo "$STAMP" >"$WORK/.params"
+fi
+"$BUILD/sluice" compile examples/imagenet_train.yaml -o "$WORK/folder.plan" >&2
+"$BUILD/sluice" compile examples/imagenet_train_shards.yaml -o "$WORK/shards.plan" >&2
+
+# name plan data-dir files-dir
+CONTENDERS=(
+  "folder $WORK/folder.plan $WORK/folder $WORK/folder/train"
+  "shards $WORK/shards.plan $WORK/shards $WORK/shards"
+  "shards512 $WORK/shards.plan $WORK/shards512 $WORK/shards512"
+)
+run() {  # name plan data cache
+  "$BUILD/sluice_e2e_loader" "$2" "$3" --threads "$THREADS" --batches "$BATCHES" \
+    --warmup "$WARMUP" --name "$1_$4" | grep '^RESULT' | tee -a "$LOG" >&2
+}
+{
+  echo "# $(date -u +%FT%TZ) $(uname -srm); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "# threads=$THREADS images=$IMAGES rounds=$ROUNDS batches=$BATCHES warmup=$WARMUP shard_size=$SHARD_SIZE"
+  for d in folder/train shards shards512; do echo "# $d: $(du -sh "$WORK/$d" | cut -f1)"; done
+} >"$LOG"
+for ((round = 1; round <= ROUNDS; ++round)); do
+  echo "round $round/$ROUNDS (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  echo "LOAD $(cut -d' ' -f1-3 /proc/loadavg)" >>"$LOG"
+  for c in "${CONTENDERS[@]}"; do
+    read -r name plan data files <<<"$c"
+    find "$files" -type f -exec cat {} + >/dev/null  # warm
+    run "$name" "$plan" "$data" warm
+  done
+  for c in "${CONTENDERS[@]}"; do
+    read -r name plan data files <<<"$c"
+    /usr/bin/python3 bench/shards/evict.py "$files" | tee -a "$LOG" >&2
+    run "$name" "$plan" "$data" cold
+  done
+done
+/usr/bin/python3 bench/shards/summarize.py "$LOG"

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Summarizes bench/shards/run.sh's log into a Markdown table: per contender
+and cache state, the median images/s over the rounds (and the range), the ratio
+of medians to the folder in the same cache state, and the largest peak RSS;
+then issue 15's targets (shards >= 1.15x the folder warm, and more than that
+cold).
+
+    bench/shards/summarize.py build-bench/shards/results.log
+"""
+
+import statistics
+import sys
+
+
+def main():
+    runs, header, loads = {}, [], []
+    with open(sys.argv[1]) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("#"):
+                header.append(line[1:].strip())
+            elif line.startswith("LOAD "):
+                loads.append(float(line.split()[1]))
+            elif line.startswith("RESULT "):
+                parts = line.split()
+                runs.setdefault(parts[1], []).append(dict(p.split("=", 1) for p in parts[2:]))
+    for h in header:
+        print(h)
+    if loads:
+        print(f"1-min load average during the run: {min(loads):.1f} to {max(loads):.1f}")
+    med = {k: statistics.median(float(r["images_per_s"]) for r in v) for k, v in runs.items()}
+    print()
+    print("| contender | cache | images/s (median) | range | vs folder | peak RSS |")
+    print("|---|---|---|---|---|---|")
+    for cache in ["warm", "cold"]:
+        for name in ["folder", "shards", "shards512"]:
+            key = f"{name}_{cache}"
+            if key not in runs:
+                continue
+            rates = [float(r["images_per_s"]) for r in runs[key]]
+            base = med.get(f"folder_{cache}")
+            ratio = f"{med[key] / base:.2f}x" if base else "-"
+            rss = max(float(r["peak_rss_mb"]) for r in runs[key])
+            print(f"| {name} | {cache} | {med[key]:.1f} | {min(rates):.1f}-{max(rates):.1f} "
+                  f"| {ratio} | {rss:.0f} MB |")
+    print()
+    for cache, target in [("warm", 1.15), ("cold", None)]:
+        base = med.get(f"folder_{cache}")
+        shards = med.get(f"shards_{cache}")
+        if base and shards:
+            ratio = shards / base
+            goal = f">= {target}x" if target else "> the warm ratio"
+            print(f"target ({cache}): shards / folder = {ratio:.2f}x ({goal})")
+
+
+if __name__ == "__main__":
+    main()

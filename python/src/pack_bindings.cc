@@ -1,0 +1,73 @@
+// Bindings for `sluice.pack` (python/sluice/datasets.py): `sluice pack` from
+// Python. Errors are returned as {"error": {"code", "message", "hint"}} and
+// raised by the Python layer through _sluice.raise_error. The GIL is released
+// while packing.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+
+#include "pack/pack_input.h"
+#include "pack/packer.h"
+#include "runtime/sources/source_registry.h"
+
+namespace py = pybind11;
+
+namespace sluice::python {
+namespace {
+
+py::dict PackErrorDict(const Error& e) {
+  py::dict err;
+  err["code"] = ErrorCodeName(e.code);
+  err["message"] = e.message;
+  err["hint"] = e.hint;
+  py::dict out;
+  out["error"] = err;
+  return out;
+}
+
+py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
+              const std::string& shard_size, int max_side, int quality, int threads,
+              const std::map<std::string, std::string>& vars) {
+  Result<runtime::PackSummary> summary = MakeError(ErrorCode::kInternal, "pack did not run");
+  {
+    py::gil_scoped_release release;
+    summary = [&]() -> Result<runtime::PackSummary> {
+      auto bytes = runtime::ParseByteSize(shard_size);
+      if (!bytes) return std::unexpected(bytes.error());
+      auto input = runtime::ResolvePackInput(spec_or_source, vars);
+      if (!input) return std::unexpected(input.error());
+      auto source = runtime::OpenSource(input->format, input->params);
+      if (!source) return std::unexpected(source.error());
+      runtime::PackOptions options;
+      options.out_dir = out_dir;
+      options.shard_size = *bytes;
+      options.max_side = max_side;
+      options.quality = quality;
+      options.threads = threads;
+      options.source_format = input->format;
+      options.source_path = runtime::SourceParamString(input->params, "path", "");
+      return runtime::PackSource(**source, options);
+    }();
+  }
+  if (!summary) return PackErrorDict(summary.error());
+  py::dict d;
+  d["samples"] = summary->samples;
+  d["skipped"] = summary->skipped;
+  d["resized"] = summary->resized;
+  d["bytes"] = summary->bytes;
+  d["shards"] = summary->shards;
+  d["index"] = runtime::kPackIndexFile;
+  d["manifest"] = runtime::kPackManifestFile;
+  return d;
+}
+
+}  // namespace
+
+void BindPack(py::module_& m) {
+  m.def("pack", &Pack, py::arg("spec_or_source"), py::arg("out_dir"), py::arg("shard_size"),
+        py::arg("max_side"), py::arg("quality"), py::arg("threads"), py::arg("vars"));
+}
+
+}  // namespace sluice::python

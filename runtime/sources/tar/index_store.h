@@ -1,0 +1,69 @@
+// Finding, checking and building the index of a set of tar shards
+// (shard_index.h) for the tar_shards source.
+//
+// Where an index comes from, in order (DIR = the first shard's directory):
+//  1. an explicit index file (`index:`): it must list every selected shard
+//     and use the same field mapping; a shard whose size differs from its
+//     entry is marked as disagreeing (its samples are bad samples);
+//  2. DIR/index.sluice (the name `sluice pack` writes), used in place when it
+//     lists every selected shard with its current size and the same mapping
+//     (a subset of its shards is fine);
+//  3. a cached index DIR/sluice-index-HASH.sluice, then CACHE/sluice-index-
+//     HASH.sluice, where HASH covers the shards' absolute paths, sizes and
+//     modification times and the mapping;
+//  4. else the shards are scanned (in parallel) and the index is written to
+//     DIR/sluice-index-HASH.sluice, or, when DIR is not writable (or has no
+//     write permission bit at all: a read-only data set, even for root), to
+//     CACHE; one line on stderr says so. When neither can be written, the
+//     index is kept in memory.
+// CACHE = cache_dir, else $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else
+// $HOME/.cache/sluice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/sources/tar/shard_index.h"
+#include "sluice/result.h"
+
+namespace sluice::runtime::tar {
+
+// The file name `sluice pack` gives its index, in the shards' directory.
+inline constexpr char kPackIndexName[] = "index.sluice";
+
+// One selected shard, opened.
+struct ShardFile {
+  std::string path;      // as selected (for messages)
+  std::string absolute;  // absolute, lexically normal
+  int fd = -1;           // open for reading
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+
+struct IndexOptions {
+  std::string explicit_index;  // "" = look up / build
+  std::string cache_dir;       // "" = from the environment
+  bool quiet = false;          // no stderr lines (tests)
+};
+
+struct ChosenIndex {
+  ShardIndex index;
+  std::vector<uint64_t> entry;            // per selected shard: its shard in `index`
+  std::vector<std::string> disagreement;  // per selected shard: why its entry is stale, or ""
+  std::string where;                      // the index file (or "memory")
+  bool built = false;                     // scanned now (else found)
+  std::vector<std::string> notes;         // what was printed (corrupt shards, where written)
+};
+
+// Finds or builds the index for `shards` (see the file comment).
+// Errors: an explicit index that cannot be loaded, lists another mapping or
+// misses a shard (kInvalidArgument / its load error); kIo when a shard
+// cannot be read while scanning.
+Result<ChosenIndex> OpenShardIndex(const std::vector<ShardFile>& shards,
+                                   const FieldMapping& mapping, const IndexOptions& options);
+
+// The cache directory (see above) for `cache_dir` ("" = from the environment).
+std::string ResolveCacheDir(const std::string& cache_dir);
+
+}  // namespace sluice::runtime::tar

@@ -1,0 +1,169 @@
+#include "runtime/sources/tar/shard_paths.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <unordered_set>
+
+namespace sluice::runtime::tar {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kMaxNames = 1000000;
+
+// The alternatives of a brace group's inside: split at top-level commas, or
+// an integer range; nullopt when it is neither (the group stays literal) or
+// when the range is longer than kMaxNames (`too_many` set).
+std::optional<std::vector<std::string>> Alternatives(std::string_view inside, bool& too_many) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < inside.size(); ++i) {
+    if (inside[i] == '{') ++depth;
+    if (inside[i] == '}') --depth;
+    if (inside[i] == ',' && depth == 0) {
+      parts.emplace_back(inside.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (!parts.empty()) {
+    parts.emplace_back(inside.substr(start));
+    return parts;
+  }
+  const size_t dots = inside.find("..");
+  if (dots == std::string_view::npos) return std::nullopt;
+  std::string_view a = inside.substr(0, dots), b = inside.substr(dots + 2);
+  auto parse = [](std::string_view s, int64_t& v) {
+    if (s.empty() || s.size() > 18) return false;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && end == s.data() + s.size();
+  };
+  int64_t lo = 0, hi = 0;
+  if (!parse(a, lo) || !parse(b, hi)) return std::nullopt;
+  auto padded = [](std::string_view s) {
+    std::string_view digits = s.substr(s[0] == '-' ? 1 : 0);
+    return digits.size() > 1 && digits[0] == '0';
+  };
+  const size_t width = padded(a) || padded(b) ? std::max(a.size(), b.size()) : 0;
+  const int64_t step = lo <= hi ? 1 : -1;
+  const uint64_t count = static_cast<uint64_t>(lo <= hi ? hi - lo : lo - hi) + 1;
+  if (count > kMaxNames) {
+    too_many = true;
+    return std::nullopt;
+  }
+  for (int64_t v = lo;; v += step) {
+    std::string s = std::to_string(v < 0 ? -v : v);
+    const size_t sign = v < 0 ? 1 : 0;
+    if (s.size() + sign < width) s.insert(0, width - s.size() - sign, '0');
+    parts.push_back((v < 0 ? "-" : "") + s);
+    if (v == hi) break;
+  }
+  return parts;
+}
+
+// Expands the first expandable brace group at or after `from` and recurses.
+Status Expand(const std::string& s, size_t from, std::vector<std::string>& out) {
+  for (size_t open = s.find('{', from); open != std::string::npos; open = s.find('{', open + 1)) {
+    int depth = 0;
+    size_t close = std::string::npos;
+    for (size_t i = open; i < s.size(); ++i) {
+      if (s[i] == '{') ++depth;
+      if (s[i] == '}' && --depth == 0) {
+        close = i;
+        break;
+      }
+    }
+    if (close == std::string::npos) break;  // unmatched: the rest is literal
+    bool too_many = false;
+    auto alts = Alternatives(std::string_view(s).substr(open + 1, close - open - 1), too_many);
+    if (too_many) {
+      return MakeError(ErrorCode::kInvalidArgument, "brace pattern '" + s + "' names over " +
+                                                        std::to_string(kMaxNames) + " shards");
+    }
+    if (!alts) continue;  // literal group; look further right
+    for (const std::string& alt : *alts) {
+      // Re-scan from the group's start: the alternative may hold nested groups.
+      SLUICE_RETURN_IF_ERROR(Expand(s.substr(0, open) + alt + s.substr(close + 1), open, out));
+      if (out.size() > kMaxNames) {
+        return MakeError(ErrorCode::kInvalidArgument, "brace pattern '" + s + "' names over " +
+                                                          std::to_string(kMaxNames) + " shards");
+      }
+    }
+    return Ok();
+  }
+  out.push_back(s);
+  return Ok();
+}
+
+Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return MakeError(ErrorCode::kIo, "cannot list '" + dir + "': " + ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return MakeError(ErrorCode::kIo, "cannot list '" + dir + "': " + ec.message());
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || !name.ends_with(".tar")) continue;
+    if (it->is_regular_file(ec)) paths.push_back(it->path().string());
+  }
+  if (paths.empty()) {
+    return MakeError(ErrorCode::kNotFound, "tar_shards: no .tar file in directory '" + dir + "'");
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ExpandBraces(std::string_view pattern) {
+  std::vector<std::string> out;
+  SLUICE_RETURN_IF_ERROR(Expand(std::string(pattern), 0, out));
+  return out;
+}
+
+Result<std::vector<std::string>> ResolveShardPaths(const std::string& path) {
+  if (path.empty()) return MakeError(ErrorCode::kInvalidArgument, "tar_shards: empty path");
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return ListDirectory(path);
+  auto names = ExpandBraces(path);
+  if (!names) return std::unexpected(names.error());
+  std::vector<std::string> paths;
+  std::unordered_set<std::string> seen;
+  auto add = [&](std::string p) {
+    if (seen.insert(p).second) paths.push_back(std::move(p));
+  };
+  for (const std::string& name : *names) {
+    if (name.find_first_of("*?[") != std::string::npos) {
+      glob_t g{};
+      const int rc = ::glob(name.c_str(), 0, nullptr, &g);
+      if (rc == GLOB_NOMATCH) {
+        ::globfree(&g);
+        return MakeError(ErrorCode::kNotFound, "tar_shards: no file matches '" + name + "'");
+      }
+      if (rc != 0) {
+        ::globfree(&g);
+        return MakeError(ErrorCode::kIo, "tar_shards: cannot match '" + name + "'");
+      }
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        if (fs::is_regular_file(g.gl_pathv[i], ec)) add(g.gl_pathv[i]);
+      }
+      ::globfree(&g);
+      continue;
+    }
+    if (!fs::is_regular_file(name, ec)) {
+      return MakeError(ErrorCode::kNotFound, "tar_shards: shard '" + name + "' does not exist",
+                       names->size() > 1 ? "from the pattern '" + path + "'" : "");
+    }
+    add(name);
+  }
+  if (paths.empty()) {
+    return MakeError(ErrorCode::kNotFound, "tar_shards: no shard file matches '" + path + "'");
+  }
+  return paths;
+}
+
+}  // namespace sluice::runtime::tar

@@ -1,0 +1,33 @@
+// Which shard files a tar_shards `path` names: a directory, a glob, or a
+// WebDataset brace pattern ("shard-{000000..000127}.tar", "{train,val}-*.tar").
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sluice/result.h"
+
+namespace sluice::runtime::tar {
+
+// Brace expansion as WebDataset's braceexpand does it: "{a,b}" lists,
+// "{3..11}" and "{000..127}" integer ranges (zero-padded to the wider bound
+// when either bound has a leading zero; descending ranges count down),
+// nested and repeated groups (the cartesian product, left to right). A brace
+// group with neither a top-level comma nor a range, or without its closing
+// brace, stays literal. Errors: kInvalidArgument when the expansion would
+// exceed 1,000,000 names.
+Result<std::vector<std::string>> ExpandBraces(std::string_view pattern);
+
+// The shard files `path` names, each once, in order:
+//  - an existing directory: its non-hidden regular files ending in ".tar",
+//    sorted by name;
+//  - else each brace expansion of `path` in order; an expansion with a glob
+//    character (* ? [) is matched with glob(3) (sorted), any other must be an
+//    existing file.
+// Errors: kNotFound (a listed shard does not exist, a glob matches nothing,
+// a directory holds no .tar file), kInvalidArgument (empty path, too many
+// names), kIo (cannot list).
+Result<std::vector<std::string>> ResolveShardPaths(const std::string& path);
+
+}  // namespace sluice::runtime::tar

@@ -1,0 +1,102 @@
+// tar_shards: samples stored in WebDataset-style POSIX tar shards, read
+// through a shard index (runtime/sources/tar/shard_index.h) so that opening
+// reads no shard and reading sample i is one preadv of its image member
+// (header + data) from a shard descriptor opened once.
+//
+// A sample is a run of consecutive members sharing a key ("n01440764_10026"
+// for n01440764_10026.jpg and n01440764_10026.cls); its image is the member
+// with one of the `image` extensions, its label the decimal text of the
+// `label` member. A sample missing a field, a member that no longer matches
+// the index (header checksum or size), a truncated member, or the part of a
+// shard after corrupt tar data is a bad sample: Read returns kCorruptData
+// naming the shard and the key, and the loader's error policy decides.
+// Member names are never used as file system paths.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/param.h"
+#include "runtime/sources/source.h"
+#include "runtime/sources/tar/index_store.h"
+#include "runtime/sources/tar/shard_index.h"
+
+namespace sluice::runtime {
+
+struct TarShardOptions {
+  // A directory (its *.tar files, sorted), a glob, or a brace pattern
+  // (runtime/sources/tar/shard_paths.h).
+  std::string path;
+  tar::FieldMapping mapping;
+  tar::IndexOptions index;
+};
+
+class TarShardSource final : public Source {
+ public:
+  // Resolves the shards, opens each once, and finds or builds their index
+  // (runtime/sources/tar/index_store.h). Class names come from a
+  // manifest.json beside the first shard ("class_names": [...]) when there is
+  // one. Errors: kNotFound (no shard), kIo (a shard cannot be opened or
+  // read), kInvalidArgument (no samples; a bad explicit index; a manifest
+  // whose class_names is not a list of strings), an explicit index's load
+  // errors.
+  static Result<std::unique_ptr<TarShardSource>> Open(const TarShardOptions& options);
+  ~TarShardSource() override;
+
+  size_t size() const override { return size_; }
+  // "SHARD:KEY" (SHARD = the shard's file name, or its path when two selected
+  // shards share a file name; KEY read from the member's header, which holds
+  // at most 255 bytes of a long name), or "SHARD@BYTE" when the header cannot
+  // be read. Reads 512 bytes: not for the hot path.
+  std::string SampleName(size_t i) const override;
+  // The sample's label; -1 for a sample without a usable label (its Read fails).
+  int64_t label(size_t i) const override;
+  const std::vector<std::string>& class_names() const override { return classes_; }
+  // One preadv of the image member's header and data; the header is checked
+  // against the index (VerifyHeaderFor). Errors: kCorruptData naming the
+  // sample (a bad sample, see the file comment), kIo on a read failure,
+  // kInvalidArgument for i >= size().
+  Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const override;
+  // The first sample of each shard that has samples.
+  std::vector<uint64_t> ShardStarts() const override;
+
+  // Where the index came from (a file, or "(in memory)"), and whether it was
+  // built by this Open.
+  const std::string& index_path() const { return index_path_; }
+  bool index_built() const { return index_built_; }
+  size_t num_shards() const { return shards_.size(); }
+
+ private:
+  struct Shard {
+    std::string name;  // for messages
+    int fd = -1;
+    const tar::SampleRecord* records = nullptr;  // into the index
+    uint64_t start = 0;                          // its first sample index
+    uint64_t count = 0;
+    std::string disagreement;  // why the index is stale for it, or ""
+  };
+  TarShardSource() = default;
+  // The shard holding sample i (i < size()).
+  const Shard& ShardOf(size_t i) const;
+
+  tar::FieldMapping mapping_;
+  std::unique_ptr<tar::ShardIndex> index_;
+  std::vector<Shard> shards_;
+  std::vector<uint64_t> starts_;  // shards_[k].start, for the binary search
+  std::vector<std::string> classes_;
+  size_t size_ = 0;
+  std::string index_path_;
+  bool index_built_ = false;
+};
+
+// The registry's open function: params path, image ("jpg;jpeg;png": ';' or
+// ',' separated extensions), label ("cls"; "" = no labels), index, cache_dir.
+Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params);
+
+// Splits an `image` param ("jpg;jpeg, png", ".PNG") into lower-case
+// extensions without dots.
+std::vector<std::string> SplitExtensions(const std::string& text);
+
+}  // namespace sluice::runtime

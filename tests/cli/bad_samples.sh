@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `sluice run --bad-samples FILE`: 40 JPEGs, 3 of them corrupted (truncated,
+# empty, text). skip over 2 epochs: the summary reports 6 distinct bad samples
+# (3 per epoch) and FILE holds one JSON line per (epoch, corrupted file) with
+# its index, path and reason. fail: the run stops (exit 1) naming a corrupted
+# path, and FILE lists exactly the bad samples the summary counts.
+# Usage: bad_samples.sh SLUICE MAKE_DATASET SPEC
+set -euo pipefail
+sluice=$1 make_dataset=$2 spec=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$sluice" compile "$spec" -o "$tmp/skip.plan" >/dev/null
+"$make_dataset" "$tmp/data" --images 40 --classes 2 --seed 3 >/dev/null
+mapfile -t files < <(find "$tmp/data" -type f | sort)
+test "${#files[@]}" -eq 40 || { echo "expected 40 files, got ${#files[@]}"; exit 1; }
+bad=("${files[4]}" "${files[17]}" "${files[30]}")
+head -c 200 "${files[4]}" >"$tmp/t" && mv "$tmp/t" "${files[4]}"
+: >"${files[17]}"
+echo "not a jpeg" >"${files[30]}"
+printf '%s\n' "${bad[@]}" | sort >"$tmp/bad.txt"
+
+# skip (the spec's policy), 2 epochs of 10 batches: every sample is read.
+"$sluice" run "$tmp/skip.plan" --var DATA="$tmp/data" --epochs 2 --threads 2 \
+  --bad-samples "$tmp/skip.jsonl" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+grep -q '^bad samples: *6 distinct (' "$tmp/out" || { cat "$tmp/out"; echo "want 6 distinct"; exit 1; }
+grep -q "^bad-sample list: $tmp/skip.jsonl (6 lines)" "$tmp/out" || { cat "$tmp/out"; exit 1; }
+python3 - "$tmp/skip.jsonl" "$tmp/bad.txt" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+bad = open(sys.argv[2]).read().split()
+for epoch in (0, 1):
+    got = [l for l in lines if l["epoch"] == epoch]
+    assert sorted(l["name"] for l in got) == bad, (epoch, got)
+    assert [l["sample"] for l in got] == sorted(l["sample"] for l in got), got
+    for l in got:
+        assert set(l) == {"epoch", "sample", "name", "reason"}, l
+        assert l["reason"] and l["name"] not in l["reason"], l
+EOF
+
+# fail: the first batch holding a corrupted file stops the run.
+cp -r "$tmp/skip.plan" "$tmp/fail.plan"
+sed -i 's/"policy": "skip"/"policy": "fail"/' "$tmp/fail.plan/plan.json"
+if "$sluice" run "$tmp/fail.plan" --var DATA="$tmp/data" --threads 2 \
+  --bad-samples "$tmp/fail.jsonl" >"$tmp/out" 2>"$tmp/err"; then
+  echo "fail policy: the run should stop"; exit 1
+fi
+grep -qF -e "${bad[0]}" -e "${bad[1]}" -e "${bad[2]}" "$tmp/err" || { cat "$tmp/err"; exit 1; }
+n=$(wc -l <"$tmp/fail.jsonl")
+test "$n" -ge 1 || { echo "fail: empty bad-sample list"; exit 1; }
+grep -q "^bad samples: *$n distinct ($n bad reads" "$tmp/out" || { cat "$tmp/out"; exit 1; }
+python3 - "$tmp/fail.jsonl" "$tmp/bad.txt" "$tmp/err" <<'EOF'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+bad = open(sys.argv[2]).read().split()
+err = open(sys.argv[3]).read()
+assert all(l["name"] in bad and l["epoch"] == 0 for l in lines), lines
+assert lines[0]["name"] in err or any(l["name"] in err for l in lines), (lines, err)
+EOF
+echo ok

@@ -1,0 +1,109 @@
+"""sluice.pack from Python, read back by the tar_shards source and by other
+tools (Python's tarfile and the webdataset package)."""
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+
+import numpy as np
+import pytest
+
+import sluice
+
+from conftest import EVAL_SPEC, FAST_TARGETS, NUM_IMAGES, dataset_files
+
+
+def labelled_files(root):
+    """(path, label) in image_folder's order: label = the class folder's rank."""
+    classes = sorted(os.listdir(root))
+    return [(p, classes.index(os.path.basename(os.path.dirname(p)))) for p in dataset_files(root)]
+
+
+def take(loader, n):
+    it = iter(loader)
+    return [{k: np.array(v) for k, v in next(it).items()} for _ in range(n)]  # copies
+
+SHARDS_SPEC = EVAL_SPEC.replace("name: py_eval", "name: py_eval_shards").replace(
+    'source: {format: image_folder, path: "${DATA}"}',
+    'source: {format: tar_shards, path: "${SHARDS}"}')
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_root, dataset):
+    out = os.path.join(tmp_root, "packed")
+    info = sluice.pack(dataset, out, shard_size="64k", threads=2)
+    return out, info
+
+
+def test_pack_summary_and_manifest(packed, dataset):
+    out, info = packed
+    assert info["samples"] == NUM_IMAGES
+    assert info["skipped"] == 0
+    assert len(info["shards"]) > 1
+    with open(os.path.join(out, info["manifest"])) as f:
+        manifest = json.load(f)
+    assert manifest["samples"] == NUM_IMAGES
+    assert manifest["class_names"] == ["class_0", "class_1", "class_2"]
+    assert sum(s["samples"] for s in manifest["shards"]) == NUM_IMAGES
+    for s in manifest["shards"]:
+        with open(os.path.join(out, s["name"]), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == s["sha256"]
+
+
+def test_python_tarfile_reads_the_members(packed, dataset):
+    out, info = packed
+    files = labelled_files(dataset)
+    seen = 0
+    for name in info["shards"]:
+        with tarfile.open(os.path.join(out, name)) as tar:
+            for member in tar.getmembers():
+                key, ext = member.name.split(".", 1)
+                i = int(key)
+                data = tar.extractfile(member).read()
+                if ext == "jpg":
+                    with open(files[i][0], "rb") as f:
+                        assert data == f.read()
+                    seen += 1
+                elif ext == "cls":
+                    assert int(data) == files[i][1]
+                elif ext == "json":
+                    assert json.loads(data)["label"] == files[i][1]
+    assert seen == NUM_IMAGES
+
+
+def test_webdataset_reads_the_shards(packed, dataset):
+    # scripts/install_deps.sh installs webdataset; under CI a missing one fails.
+    webdataset = __import__("webdataset") if os.environ.get("CI") else pytest.importorskip("webdataset")
+    out, info = packed
+    files = labelled_files(dataset)
+    urls = [os.path.join(out, name) for name in info["shards"]]
+    count = 0
+    for sample in webdataset.WebDataset(urls, shardshuffle=False):
+        i = int(sample["__key__"])
+        assert int(sample["cls"]) == files[i][1]
+        with open(files[i][0], "rb") as f:
+            assert sample["jpg"] == f.read()
+        count += 1
+    assert count == NUM_IMAGES
+
+
+def test_shards_give_the_folders_batches(packed, dataset, tmp_root, eval_plan):
+    """pack keeps the source's order, so the same seed gives the same batches."""
+    out, _ = packed
+    plan_dir = os.path.join(tmp_root, "eval_shards.plan")
+    sluice.compile(SHARDS_SPEC, plan_dir, cpu_targets=FAST_TARGETS, cuda=False)
+    shards_plan = sluice.load(plan_dir, vars={"SHARDS": out})
+    folder = take(eval_plan.loader(threads=2), NUM_IMAGES // 8)
+    shards = take(shards_plan.loader(threads=2), NUM_IMAGES // 8)
+    for a, b in zip(folder, shards):
+        np.testing.assert_array_equal(a["label"], b["label"])
+        np.testing.assert_array_equal(a["image"], b["image"])
+
+
+def test_pack_errors_are_raised(tmp_root, dataset):
+    with pytest.raises(sluice.InvalidArgumentError, match="not empty"):
+        sluice.pack(dataset, dataset)
+    with pytest.raises(sluice.InvalidArgumentError, match="not a size"):
+        sluice.pack(dataset, os.path.join(tmp_root, "never"), shard_size="lots")

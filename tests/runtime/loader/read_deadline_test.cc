@@ -1,0 +1,132 @@
+// source.read_timeout end to end, with a real stalled file: a file_list entry
+// that is a named pipe with no writer (open() blocks in the kernel, as a read
+// from hung storage does). Under skip the stalled sample is a bad sample
+// named with its path and the deadline, and the epoch completes; under fail
+// Next() returns that error; destroying a loader whose worker waits on the
+// stalled read (deadline far away) returns at once.
+//
+// The list sets allow_outside_root: true. A confined file_list read (the
+// default) opens with O_NONBLOCK, so there a FIFO is an immediate "not a
+// regular file" error (FileListContainment.FifoIsAnErrorNotAHang), not a
+// stall; the unconfined read is a plain blocking open(), which a FIFO without
+// a writer stalls in the kernel exactly as hung storage would.
+//
+// After each test the pipe is opened for writing, which releases the I/O
+// threads still blocked in open() (they then see a non-regular file and exit).
+// Time bounds are generous upper bounds on waits a bug would make infinite.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "tests/runtime/loader/loader_test_util.h"
+
+namespace sluice {
+namespace {
+
+using namespace testing_loader;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+class ReadDeadlineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SLUICE_REQUIRE_TEST_PLAN();
+    work_ = std::make_unique<ScopedDir>("deadline_plans");
+    data_ = std::make_unique<ScopedDir>("deadline_data");
+    const fs::path d = data_->path();
+    std::vector<std::string> files = MakeDataset(d, 11);
+    fifo_ = (d / "stalled.jpg").string();
+    ASSERT_EQ(::mkfifo(fifo_.c_str(), 0600), 0) << std::strerror(errno);
+    std::ofstream list(d / "list.csv");
+    list << "path,label\nstalled.jpg,1\n";  // relative to the list's folder
+    for (size_t i = 0; i < files.size(); ++i) {
+      list << fs::relative(files[i], d).string() << "," << i % 3 << "\n";
+    }
+  }
+  void TearDown() override { ReleaseFifo(); }
+
+  // Opens the pipe for writing until no reader is blocked on it (at most 5 s).
+  void ReleaseFifo() {
+    if (fifo_.empty()) return;
+    const auto until = Clock::now() + 5s;
+    while (Clock::now() < until) {
+      int fd = ::open(fifo_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) break;  // ENXIO: no reader left
+      ::close(fd);
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+  std::string PlanWith(const std::string& policy, double read_timeout) {
+    return EditedPlan(work_->path(), policy + std::to_string(read_timeout) + ".plan", [&](json& j) {
+      j["source"]["format"] = "file_list";
+      // allow_outside_root: a blocking open(), see the file comment.
+      j["source"]["params"] = {{"path", "${DATA}/list.csv"}, {"delimiter", "auto"},
+                               {"path_column", "path"},      {"label_column", "label"},
+                               {"allow_outside_root", true}, {"read_timeout", read_timeout}};
+      j["sampling"]["order"] = "sequential";
+      j["output"]["on_error"] = {{"policy", policy}, {"max_fraction", 0.5}};
+    });
+  }
+  Result<Loader> Make(const std::string& plan_path) {
+    auto plan = Plan::Load(plan_path, {{"DATA", data_->path().string()}});
+    if (!plan) return std::unexpected(plan.error());
+    LoaderOptions o;
+    o.threads = 2;
+    o.rank = 0;
+    o.world_size = 1;
+    return Loader::Create(*plan, o);
+  }
+
+  std::unique_ptr<ScopedDir> work_, data_;
+  std::string fifo_;
+};
+
+TEST_F(ReadDeadlineTest, SkipTurnsAStalledReadIntoABadSample) {
+  auto loader = Make(PlanWith("skip", 0.2));
+  ASSERT_TRUE(loader) << loader.error().ToString();
+  auto epoch = ReadEpoch(*loader);
+  ASSERT_TRUE(epoch) << epoch.error().ToString();
+  EXPECT_EQ(epoch->batches.size(), 3u);  // 12 samples, batch 4: every slot filled
+  LoaderStats stats = loader->Stats();
+  EXPECT_GE(stats.bad_samples, 1u);
+  bool named = false;
+  for (const BadSample& b : stats.last_bad) {
+    named |= b.path.ends_with("stalled.jpg") &&
+             b.reason.find("read_timeout (0.2 s)") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << "no bad sample names stalled.jpg and its deadline";
+}
+
+TEST_F(ReadDeadlineTest, FailNamesTheStalledPathAndTheDeadline) {
+  auto loader = Make(PlanWith("fail", 0.2));
+  ASSERT_TRUE(loader) << loader.error().ToString();
+  auto epoch = ReadEpoch(*loader);
+  ASSERT_FALSE(epoch);
+  EXPECT_NE(epoch.error().message.find("stalled.jpg"), std::string::npos) << epoch.error().message;
+  EXPECT_NE(epoch.error().message.find("source.read_timeout (0.2 s)"), std::string::npos)
+      << epoch.error().message;
+}
+
+TEST_F(ReadDeadlineTest, DestroyingALoaderWithAStalledReadReturns) {
+  auto loader = Make(PlanWith("skip", 3600));
+  ASSERT_TRUE(loader) << loader.error().ToString();
+  // Sequential order: a worker starts on the pipe (sample 0) at creation. Give
+  // it time to block there (not needed for correctness: shutdown returns
+  // either way).
+  std::this_thread::sleep_for(200ms);
+  const auto start = Clock::now();
+  { Loader gone = std::move(*loader); }
+  EXPECT_LT(Clock::now() - start, 5s);
+}
+
+}  // namespace
+}  // namespace sluice

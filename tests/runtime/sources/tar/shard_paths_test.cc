@@ -1,0 +1,70 @@
+#include "runtime/sources/tar/shard_paths.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/runtime/test_tmpdir.h"
+
+namespace sluice::runtime::tar {
+namespace {
+
+using testing::TempDir;
+using V = std::vector<std::string>;
+
+V Expand(const std::string& p) {
+  auto r = ExpandBraces(p);
+  EXPECT_TRUE(r.has_value()) << (r ? "" : r.error().ToString());
+  return r ? *r : V{};
+}
+
+TEST(ExpandBraces, RangesListsNestingAndLiterals) {
+  EXPECT_EQ(Expand("shard-{000000..000002}.tar"),
+            (V{"shard-000000.tar", "shard-000001.tar", "shard-000002.tar"}));
+  EXPECT_EQ(Expand("s{8..11}"), (V{"s8", "s9", "s10", "s11"}));
+  EXPECT_EQ(Expand("s{3..1}"), (V{"s3", "s2", "s1"}));
+  EXPECT_EQ(Expand("{train,val}-{0..1}.tar"),
+            (V{"train-0.tar", "train-1.tar", "val-0.tar", "val-1.tar"}));
+  EXPECT_EQ(Expand("a{b,c{1..2}}d"), (V{"abd", "ac1d", "ac2d"}));
+  EXPECT_EQ(Expand("x{y}z{1,2}"), (V{"x{y}z1", "x{y}z2"}));  // {y}: literal
+  EXPECT_EQ(Expand("open{1,2"), (V{"open{1,2"}));
+  EXPECT_EQ(Expand("plain.tar"), (V{"plain.tar"}));
+  EXPECT_EQ(Expand("{a..c}"), (V{"{a..c}"}));  // letters: not a range here
+  auto huge = ExpandBraces("{0..99999999}");
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_EQ(huge.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(ExpandBraces("{0..999}{0..999}{0..9}").has_value());
+}
+
+TEST(ResolveShardPaths, DirectoryGlobBracesAndMissing) {
+  TempDir dir;
+  for (const char* name : {"b-1.tar", "b-0.tar", "a.tar", ".hidden.tar", "notes.txt"}) {
+    dir.Write(name, "x");
+  }
+  const std::string d = dir.path().string();
+  auto listed = ResolveShardPaths(d);
+  ASSERT_TRUE(listed.has_value());
+  EXPECT_EQ(*listed, (V{d + "/a.tar", d + "/b-0.tar", d + "/b-1.tar"}));
+
+  auto globbed = ResolveShardPaths(d + "/b-*.tar");
+  ASSERT_TRUE(globbed.has_value());
+  EXPECT_EQ(*globbed, (V{d + "/b-0.tar", d + "/b-1.tar"}));
+
+  auto braced = ResolveShardPaths(d + "/{b-{1..0},a,b-1}.tar");  // b-1 twice: kept once
+  ASSERT_TRUE(braced.has_value());
+  EXPECT_EQ(*braced, (V{d + "/b-1.tar", d + "/b-0.tar", d + "/a.tar"}));
+
+  auto missing = ResolveShardPaths(d + "/b-{0..2}.tar");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(missing.error().message.find("b-2.tar"), std::string::npos);
+  EXPECT_EQ(ResolveShardPaths(d + "/z-*.tar").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(ResolveShardPaths("").error().code, ErrorCode::kInvalidArgument);
+
+  TempDir empty;
+  EXPECT_EQ(ResolveShardPaths(empty.path().string()).error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace sluice::runtime::tar

@@ -1,0 +1,232 @@
+#include "runtime/sources/tar/tar_format.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/runtime/sources/tar/tar_test_util.h"
+#include "tests/runtime/test_tmpdir.h"
+
+namespace sluice::runtime::tar {
+namespace {
+
+using testing::Bytes;
+using testing::ReadFile;
+using testing::ScanFile;
+using testing::TempDir;
+using testing::WriteFile;
+using testing::WriteShard;
+namespace fs = std::filesystem;
+
+const std::string kLongDir = std::string(60, 'd') + "/" + std::string(60, 'e');
+const std::string kLongName = kLongDir + "/" + std::string(90, 'n') + ".jpg";
+
+TEST(TarWriter, RoundTripThroughScanner) {
+  TempDir dir;
+  const std::string path = (dir.path() / "a.tar").string();
+  const std::string big(1000, 'x');
+  auto offsets = WriteShard(
+      path, {{"s0.jpg", "JPEG0"}, {"s0.cls", "3"}, {"dir/s1.png", ""}, {kLongName, big}});
+  const std::string bytes = ReadFile(path);
+  EXPECT_EQ(bytes.size() % 10240, 0u);
+
+  auto members = ScanFile(path);
+  ASSERT_EQ(members.size(), 4u);
+  const std::vector<std::string> names = {"s0.jpg", "s0.cls", "dir/s1.png", kLongName};
+  const std::vector<std::string> contents = {"JPEG0", "3", "", big};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(members[i].name, names[i]);
+    EXPECT_EQ(members[i].data_offset, offsets[i]);
+    EXPECT_EQ(members[i].header_offset + 512, members[i].data_offset);
+    EXPECT_EQ(members[i].size, contents[i].size());
+    EXPECT_EQ(bytes.substr(offsets[i], contents[i].size()), contents[i]);
+    auto header = Bytes(bytes).subspan(members[i].header_offset, 512);
+    EXPECT_TRUE(VerifyHeaderFor(header, contents[i].size()).has_value());
+    EXPECT_EQ(HeaderName(header), names[i]);
+  }
+}
+
+TEST(TarWriter, DeterministicBytes) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> members = {{"k.jpg", "abc"},
+                                                                    {"k.cls", "1"}};
+  WriteShard((dir.path() / "1.tar").string(), members);
+  WriteShard((dir.path() / "2.tar").string(), members);
+  EXPECT_EQ(ReadFile((dir.path() / "1.tar").string()), ReadFile((dir.path() / "2.tar").string()));
+}
+
+TEST(TarWriter, RejectsNamesUstarCannotHold) {
+  TempDir dir;
+  auto w = Writer::Create((dir.path() / "a.tar").string());
+  ASSERT_TRUE(w.has_value());
+  EXPECT_FALSE(w->Add("", Bytes("x")).has_value());
+  EXPECT_FALSE(w->Add(std::string(101, 'a'), Bytes("x")).has_value());  // no '/' to split at
+  EXPECT_FALSE(w->Add("dir/", Bytes("x")).has_value());
+  EXPECT_FALSE(w->Add(std::string("a\0b", 3), Bytes("x")).has_value());
+  ASSERT_TRUE(w->Finish().has_value());
+  EXPECT_FALSE(w->Add("late.jpg", Bytes("x")).has_value());
+}
+
+TEST(TarWriter, GnuTarListsTheShard) {
+  TempDir dir;
+  const std::string path = (dir.path() / "a.tar").string();
+  WriteShard(path, {{"s0.jpg", "JPEG0"}, {kLongName, "x"}});
+  const std::string list = (dir.path() / "list.txt").string();
+  ASSERT_EQ(std::system(("TZ=UTC tar tvf '" + path + "' > '" + list + "' 2>&1").c_str()), 0)
+      << ReadFile(list);
+  const std::string out = ReadFile(list);
+  EXPECT_EQ(out.rfind("-rw-r--r-- 0/0 ", 0), 0u) << out;
+  EXPECT_NE(out.find(" 5 1970-01-01 00:00 s0.jpg\n"), std::string::npos) << out;
+  EXPECT_NE(out.find(kLongName), std::string::npos) << out;
+}
+
+// Shards written by GNU tar in its own formats: long names (GNU 'L' records,
+// pax 'x' records, ustar prefix), a directory and a symlink (skipped).
+TEST(ScanArchive, ReadsGnuTarFormats) {
+  for (const std::string format : {"gnu", "pax", "ustar"}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    const fs::path src = dir.path() / "src";
+    const std::string long_rel =
+        format == "ustar" ? kLongName : "x/" + std::string(150, 'L') + ".png";
+    dir.Write("src/" + long_rel, "long");
+    dir.Write("src/a.jpg", "AAA");
+    dir.Write("src/a.cls", "7\n");
+    fs::create_symlink("a.jpg", src / "link.jpg");
+    const std::string path = (dir.path() / "shard.tar").string();
+    const std::string cmd = "tar --format=" + format + " --sort=name -cf '" + path + "' -C '" +
+                            src.string() + "' a.cls a.jpg link.jpg " +
+                            long_rel.substr(0, long_rel.find('/')) + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const std::string bytes = ReadFile(path);
+    auto members = ScanFile(path);
+    ASSERT_EQ(members.size(), 3u);
+    EXPECT_EQ(members[0].name, "a.cls");
+    EXPECT_EQ(members[1].name, "a.jpg");
+    EXPECT_EQ(members[2].name, long_rel);
+    EXPECT_EQ(bytes.substr(members[1].data_offset, members[1].size), "AAA");
+    EXPECT_EQ(bytes.substr(members[2].data_offset, members[2].size), "long");
+  }
+}
+
+TEST(ScanArchive, BadChecksumNamesShardAndOffset) {
+  TempDir dir;
+  const std::string path = (dir.path() / "a.tar").string();
+  auto offsets = WriteShard(path, {{"a.jpg", "AAA"}, {"b.jpg", "BBB"}});
+  std::string bytes = ReadFile(path);
+  const uint64_t second_header = offsets[1] - 512;
+  bytes[second_header + 3] ^= 0x20;  // a name byte: the checksum no longer matches
+  WriteFile(path, bytes);
+  Status st;
+  ScanStop stop;
+  auto members = ScanFile(path, &st, &stop);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(st.error().message.find("shard.tar"), std::string::npos);
+  EXPECT_NE(st.error().message.find("at byte " + std::to_string(second_header)), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(stop.kind, ScanErrorKind::kBadChecksum);
+  EXPECT_EQ(stop.offset, second_header);
+  EXPECT_EQ(members.size(), 1u);  // the first member was listed before the bad header
+  EXPECT_FALSE(VerifyHeaderFor(Bytes(bytes).subspan(second_header, 512), 3).has_value());
+}
+
+TEST(ScanArchive, TruncatedMemberAndPartialHeader) {
+  TempDir dir;
+  const std::string path = (dir.path() / "a.tar").string();
+  auto offsets = WriteShard(path, {{"a.jpg", "AAA"}, {"b.jpg", std::string(2000, 'b')}});
+  const std::string bytes = ReadFile(path);
+  WriteFile(path, bytes.substr(0, offsets[1] + 1000));
+  Status st;
+  ScanStop stop;
+  auto members = ScanFile(path, &st, &stop);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(st.error().message.find("truncated"), std::string::npos) << st.error().message;
+  EXPECT_EQ(stop.kind, ScanErrorKind::kTruncated);
+  EXPECT_EQ(stop.offset, offsets[1] - 512);
+  EXPECT_EQ(members.size(), 1u);
+
+  WriteFile(path, bytes.substr(0, offsets[1] - 200));  // cut inside the second header
+  ScanFile(path, &st, &stop);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(stop.kind, ScanErrorKind::kTruncated);
+
+  WriteFile(path, bytes.substr(0, offsets[1] - 512));  // EOF on a block boundary: a clean end
+  EXPECT_EQ(ScanFile(path).size(), 1u);
+}
+
+TEST(ScanArchive, Base256SizeAndBadSizeField) {
+  TempDir dir;
+  const std::string path = (dir.path() / "a.tar").string();
+  WriteShard(path, {{"a.jpg", std::string(700, 'a')}});
+  std::string bytes = ReadFile(path);
+  auto rewrite_checksum = [&] { testing::FixChecksum(bytes, 0); };
+  std::string field(12, '\0');  // GNU base-256: 0x80 then big-endian 700
+  field[0] = static_cast<char>(0x80);
+  field[10] = static_cast<char>(700 >> 8);
+  field[11] = static_cast<char>(700 & 0xff);
+  bytes.replace(124, 12, field);
+  rewrite_checksum();
+  WriteFile(path, bytes);
+  auto members = ScanFile(path);
+  ASSERT_EQ(members.size(), 1u);
+  EXPECT_EQ(members[0].size, 700u);
+
+  bytes.replace(124, 12, std::string("0000000009x\0", 12));
+  rewrite_checksum();
+  WriteFile(path, bytes);
+  Status st;
+  ScanStop stop;
+  ScanFile(path, &st, &stop);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(stop.kind, ScanErrorKind::kBadField);
+}
+
+TEST(ScanArchive, GarbageAndEmptyFiles) {
+  TempDir dir;
+  const std::string path = (dir.path() / "a.tar").string();
+  WriteFile(path, std::string(4096, 'G'));
+  Status st;
+  ScanStop stop;
+  EXPECT_TRUE(ScanFile(path, &st, &stop).empty());
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(stop.kind, ScanErrorKind::kBadChecksum);
+  EXPECT_EQ(stop.offset, 0u);
+
+  WriteFile(path, "");
+  EXPECT_TRUE(ScanFile(path).empty());
+  WriteFile(path, std::string(1024, '\0'));
+  EXPECT_TRUE(ScanFile(path).empty());
+}
+
+TEST(SplitKey, WebDatasetConvention) {
+  using P = std::pair<std::string_view, std::string_view>;
+  EXPECT_EQ(SplitKey("a/b.seg.png"), (P{"a/b", "seg.png"}));
+  EXPECT_EQ(SplitKey("n0001.jpg"), (P{"n0001", "jpg"}));
+  EXPECT_EQ(SplitKey("dir.v2/x.cls"), (P{"dir.v2/x", "cls"}));
+  EXPECT_EQ(SplitKey("noext"), (P{"noext", ""}));
+  EXPECT_EQ(SplitKey("./k.JPG"), (P{"./k", "JPG"}));
+  EXPECT_TRUE(ExtensionEquals("JPG", "jpg"));
+  EXPECT_FALSE(ExtensionEquals("jpeg", "jpg"));
+}
+
+TEST(VerifyHeaderFor, SizeMismatchAndNonRegular) {
+  TempDir dir;
+  const std::string path = (dir.path() / "a.tar").string();
+  WriteShard(path, {{"a.jpg", "AAA"}});
+  std::string bytes = ReadFile(path);
+  EXPECT_TRUE(VerifyHeaderFor(Bytes(bytes).subspan(0, 512), 3).has_value());
+  auto wrong = VerifyHeaderFor(Bytes(bytes).subspan(0, 512), 4);
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_NE(wrong.error().message.find("changed after it was indexed"), std::string::npos);
+  EXPECT_FALSE(VerifyHeaderFor(Bytes(bytes).subspan(512, 512), 3).has_value());  // data block
+}
+
+}  // namespace
+}  // namespace sluice::runtime::tar
