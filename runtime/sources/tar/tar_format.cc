@@ -520,7 +520,8 @@ Result<uint64_t> Writer::Add(std::string_view name, std::span<const uint8_t> dat
               8);
   PutOctal(h + kDevMajorOff, 8, 0);
   PutOctal(h + kDevMinorOff, 8, 0);
-  std::memcpy(h + kPrefixOff, prefix.data(), prefix.size());
+  // An empty prefix's data() is null: memcpy from null is undefined even for 0 bytes.
+  if (!prefix.empty()) std::memcpy(h + kPrefixOff, prefix.data(), prefix.size());
   std::memset(h + kChksumOff, ' ', kChksumLen);
   uint64_t sum = 0;
   for (uint8_t b : h) sum += b;
