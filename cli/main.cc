@@ -71,12 +71,18 @@ commands:
       List the ops (name, class, one-line doc); with --markdown write the op
       reference; with --splice also replace the generated section of FILE
       (between its BEGIN/END GENERATED markers) instead of printing.
+  verify PLAN
+      Check PLAN without loading it: plan.json parses, its format and compiler
+      versions are ones this sluice reads, its ops are known, and kernels.so's
+      hash matches plan.json. Prints OK and exits 0, or the problem and exits 1.
+      The hash detects damage, not malice: kernels.so is machine code that
+      runs in your process, so load only plans you built or trust.
   passes
       List the compiler passes in the order they run.
   help, --help, -h    this text
   --version           print the version
 
-exit status: 0 ok, 1 errors in the spec, 2 usage error or not implemented.
+exit status: 0 ok, 1 errors in the spec (or the plan), 2 usage error or not implemented.
 )";
 }
 
@@ -84,6 +90,7 @@ int Passes(const Args& args);
 int Run(const Args& args);      // cli/run_command.cc
 int Profile(const Args& args);  // cli/profile_command.cc
 int Tune(const Args& args);     // cli/tune_command.cc
+int Verify(const Args& args);   // cli/verify_command.cc
 int Pack(const Args& args);     // cli/pack_command.cc
 
 }  // namespace sluice::cli
@@ -112,8 +119,9 @@ int main(int argc, char** argv) {
   if (verb == "run") return Run(rest);
   if (verb == "profile") return Profile(rest);
   if (verb == "tune") return Tune(rest);
+  if (verb == "verify") return Verify(rest);
   if (verb == "pack") return Pack(rest);
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
   return UsageError("unknown command `" + verb +
-                    "`; commands: compile, run, profile, tune, schema, ops, passes, help");
+                    "`; commands: compile, run, profile, tune, pack, verify, schema, ops, passes, help");
 }

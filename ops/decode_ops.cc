@@ -38,6 +38,11 @@ namespace {
 
 using namespace ops_internal;
 
+// The decode ops' default `max_pixels` (runtime/decode/decoder.h has the same
+// constant for the runtime decoders; tests/runtime/decode/decoder_registry_test.cc
+// checks they agree).
+constexpr int64_t kDefaultMaxPixels = 100'000'000;
+
 int64_t OutputChannels(const ParamList& params) {
   const ParamValue* alpha = FindParam(params, "alpha");
   return (P(params, "color").AsString() == "gray" ? 1 : 3) +
@@ -120,6 +125,17 @@ RefTensor WithOpaqueAlpha(const RefTensor& in) {
   return out;
 }
 
+// The op's pixel limit (`max_pixels`): a width x height header over it is
+// kCorruptData before any pixel buffer is allocated.
+Status CheckMaxPixels(const char* format, int64_t w, int64_t h, const ParamList& params) {
+  const ParamValue* limit = FindParam(params, "max_pixels");
+  const int64_t max = limit != nullptr ? limit->AsInt() : kDefaultMaxPixels;
+  if (w * h <= max) return Ok();
+  return MakeError(ErrorCode::kCorruptData,
+                   std::string(format) + " image " + std::to_string(w) + "x" + std::to_string(h) +
+                       " exceeds the pixel limit max_pixels=" + std::to_string(max));
+}
+
 // A unique_ptr deleter that calls `Free`.
 template <auto Free>
 struct FreeWith {
@@ -150,6 +166,7 @@ Result<RefTensor> DecodeJpegReference(const RefTensor& in, const ParamList& para
                      std::string("not a readable JPEG: ") +
                          (in.bytes.empty() ? "empty input" : tjGetErrorStr2(tj.get())));
   }
+  SLUICE_RETURN_IF_ERROR(CheckMaxPixels("JPEG", width, height, params));
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   const int pixel_format = cmyk ? TJPF_CMYK : gray ? TJPF_GRAY : TJPF_RGB;
   const int src_channels = tjPixelSize[pixel_format];
@@ -197,7 +214,7 @@ Result<RefTensor> DecodePngReference(const RefTensor& in, const ParamList& param
   if (err == 0) err = spng_get_ihdr(ctx.get(), &ihdr);
   if (err != 0) return corrupt(err);
   const int64_t h = ihdr.height, w = ihdr.width;
-  if (w * h > 200'000'000) return MakeError(ErrorCode::kCorruptData, "PNG too large");
+  SLUICE_RETURN_IF_ERROR(CheckMaxPixels("PNG", w, h, params));
   std::vector<uint16_t> rgba(static_cast<size_t>(w * h * 4));
   err = spng_decode_image(ctx.get(), rgba.data(), rgba.size() * 2, SPNG_FMT_RGBA16,
                           keep ? SPNG_DECODE_TRNS : 0);
@@ -256,6 +273,19 @@ ParamDef OrientationParam(const char* applies_to) {
       .choices = {"ignore", "exif"}};
 }
 
+ParamDef MaxPixelsParam() {
+  return ParamDef{.name = "max_pixels",
+                  .type = ParamType::kInt,
+                  .doc =
+                      "Pixel limit: an image whose header claims more than this many pixels "
+                      "(width x height) is a bad sample, refused before any pixel buffer "
+                      "is allocated (a decompression bomb cannot exhaust memory). Default "
+                      "100 MP.",
+                  .default_value = VInt(kDefaultMaxPixels),
+                  .min = 1,
+                  .max = static_cast<double>(int64_t{32768} * 32768)};
+}
+
 ParamDef AlphaParam(const char* jpeg_note) {
   return ParamDef{.name = "alpha",
                   .type = ParamType::kEnum,
@@ -284,13 +314,14 @@ OpDef DecodeOp(const char* name, std::string doc, std::vector<ParamDef> params,
 }  // namespace
 
 void RegisterDecodeOps(std::vector<OpDef>& ops) {
-  ops.push_back(DecodeOp(
-      "decode_jpeg",
-      "Decodes a JPEG file's bytes into a uint8 HWC image; corrupt data is a per-sample "
-      "error handled by output.on_error. The EXIF orientation tag is ignored unless "
-      "`orientation: exif` is set, so by default results match torchvision's ImageFolder "
-      "(PIL's Image.open does not apply it either).",
-      {ColorParam("grayscale and CMYK JPEGs"), OrientationParam("")}, DecodeJpegReference));
+  ops.push_back(
+      DecodeOp("decode_jpeg",
+               "Decodes a JPEG file's bytes into a uint8 HWC image; corrupt data is a per-sample "
+               "error handled by output.on_error. The EXIF orientation tag is ignored unless "
+               "`orientation: exif` is set, so by default results match torchvision's ImageFolder "
+               "(PIL's Image.open does not apply it either).",
+               {ColorParam("grayscale and CMYK JPEGs"), OrientationParam(""), MaxPixelsParam()},
+               DecodeJpegReference));
   ops.push_back(
       DecodeOp("decode_png",
                "Decodes a PNG file's bytes (any bit depth, gray, palette, alpha, interlaced) into "
@@ -298,17 +329,17 @@ void RegisterDecodeOps(std::vector<OpDef>& ops) {
                "image (no region-of-interest or DCT-scaled pushdown). Corrupt data (bad CRC, "
                "truncated, garbage) is a per-sample error handled by output.on_error.",
                {ColorParam("gray and palette PNGs"), AlphaParam(""),
-                OrientationParam(" (of the eXIf chunk)")},
+                OrientationParam(" (of the eXIf chunk)"), MaxPixelsParam()},
                DecodePngReference));
-  ops.push_back(
-      DecodeOp("decode_image",
-               "Decodes a JPEG or PNG file, chosen per file by its magic bytes (so a folder may "
-               "mix both), into a uint8 HWC image, as decode_jpeg or decode_png would. Other "
-               "formats are a per-sample error handled by output.on_error.",
-               {ColorParam("gray, palette and CMYK images"),
-                AlphaParam("; JPEGs get an opaque alpha channel"),
-                OrientationParam(" (a JPEG's Exif segment or a PNG's eXIf chunk)")},
-               DecodeImageReference));
+  ops.push_back(DecodeOp(
+      "decode_image",
+      "Decodes a JPEG or PNG file, chosen per file by its magic bytes (so a folder may "
+      "mix both), into a uint8 HWC image, as decode_jpeg or decode_png would. Other "
+      "formats are a per-sample error handled by output.on_error.",
+      {ColorParam("gray, palette and CMYK images"),
+       AlphaParam("; JPEGs get an opaque alpha channel"),
+       OrientationParam(" (a JPEG's Exif segment or a PNG's eXIf chunk)"), MaxPixelsParam()},
+      DecodeImageReference));
 }
 
 }  // namespace sluice

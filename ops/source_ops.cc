@@ -39,7 +39,8 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
       .name = "file_list",
       .op_class = OpClass::kSource,
       .doc = "A CSV or TSV file with a header row naming a path column and an integer label "
-             "column; relative paths are resolved against the list file's directory.",
+             "column; relative paths are resolved against the list file's directory, and must "
+             "stay under it unless allow_outside_root is set.",
       .params =
           {
               ParamDef{.name = "path",
@@ -60,6 +61,12 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                        .type = ParamType::kString,
                        .doc = "Header name of the column holding each sample's integer label.",
                        .default_value = VStr("label")},
+              ParamDef{.name = "allow_outside_root",
+                       .type = ParamType::kBool,
+                       .doc = "Accept absolute paths and paths leaving the list file's "
+                              "directory (through '..' or a symlink). Off (default): such a "
+                              "row is an error at load and such a symlink a bad sample.",
+                       .default_value = VBool(false)},
           },
       .output_names = {"jpg", "cls"},
       .num_inputs = 0,

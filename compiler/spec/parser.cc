@@ -29,6 +29,7 @@
 
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
+#include "compiler/spec/spec_limits.h"
 #include "ops/registry.h"
 
 namespace sluice {
@@ -647,6 +648,7 @@ class SpecParser {
       return std::move(spec_);
     }
     try {
+      if (!SpecTreeWithinLimits(root, r_.file(), r_.diags())) return std::move(spec_);
       Top(root);
     } catch (const YAML::Exception& e) {
       r_.Error(r_.MarkAt(e.mark), "internal error reading the spec: " + e.msg);
@@ -1277,6 +1279,11 @@ class SpecParser {
 }  // namespace
 
 Spec ParseSpecText(const std::string& text, const std::string& file, Diagnostics& diags) {
+  if (!SpecSizeWithinLimits(text.size(), file, diags)) {
+    Spec spec;
+    spec.file = file;
+    return spec;
+  }
   try {
     return SpecParser(file, diags).Run(text);
   } catch (const std::exception& e) {
@@ -1296,9 +1303,12 @@ Spec ParseSpecFile(const std::string& path, Diagnostics& diags) {
     spec.file = path;
     return spec;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseSpecText(ss.str(), path, diags);
+  // At most one byte more than a spec may have (a FIFO or /dev/zero must not
+  // be read forever); ParseSpecText reports the size.
+  std::string text(kMaxSpecBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return ParseSpecText(text, path, diags);
 }
 
 }  // namespace sluice

@@ -76,7 +76,9 @@ class Diagnostics;
 // carrying on, so that one run reports all of a spec's mistakes. The returned
 // Spec is complete only when no error was added; with errors it holds what
 // could be recovered (a step whose op is unknown has op == nullptr and is left
-// out of `graph`), so later stages may still check the rest.
+// out of `graph`), so later stages may still check the rest. A spec over the
+// limits of compiler/spec/spec_limits.h (size, nesting, alias expansion) is
+// one diagnostic, found before anything else is read.
 Spec ParseSpecText(const std::string& text, const std::string& file, Diagnostics& diags);
 // Same, reading `path` (an unreadable file is one diagnostic).
 Spec ParseSpecFile(const std::string& path, Diagnostics& diags);

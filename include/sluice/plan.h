@@ -72,9 +72,26 @@ struct TunedKnobs {
   double images_per_second = 0;  // measured with these knobs when tuned
 };
 
+// What Plan::Verify checked, for `sluice verify`.
+struct PlanCheck {
+  std::string name;
+  int format_version = 0;
+  std::string compiler_version;
+  std::string spec_hash;
+  std::string kernels_hash;  // plan.json's, which kernels.so matches
+};
+
 class Plan {
  public:
   static Result<Plan> Load(const std::string& path, const PlanVars& vars = {});
+  // Runs Load's checks without loading anything: plan.json parses, its format
+  // and compiler versions are ones this Sluice reads, every op and param it
+  // names is known, and kernels.so's hash matches plan.json. Does not dlopen
+  // kernels.so (no code from the plan runs), bind ${VARS} or check this CPU.
+  // The hash detects a damaged or mismatched kernels.so, not a malicious one
+  // (docs/plan.md, "Trust"). Errors: as Load, less kInvalidArgument and
+  // kUnsupported.
+  static Result<PlanCheck> Verify(const std::string& path);
 
   // ---- for users -------------------------------------------------------------
   const std::string& path() const;

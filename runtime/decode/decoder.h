@@ -12,8 +12,10 @@
 // the caller maps the crop the same way in every case.
 //
 // Errors never abort, exit or print: damaged input is kCorruptData with the
-// library's reason; an image over the pixel limit is kCorruptData before any
-// pixel buffer is allocated.
+// library's reason; an image over the pixel limit (the op's `max_pixels`,
+// default kDefaultMaxPixels, checked from the header by ReadHeader and Decode)
+// is kCorruptData before any pixel buffer is allocated, so a decompression
+// bomb (a small file whose header claims 30000x30000) is one bad sample.
 //
 // Thread safety: a Decoder is immutable after MakeDecoder; Decode and
 // ReadHeader may be called concurrently from any number of threads (each call
@@ -46,6 +48,11 @@ struct PixelRect {
 
 enum class OutputColor { kRGB, kGray };
 
+// The decode ops' `max_pixels` default: width x height (before any scaling)
+// above this is refused from the header. 100 MP fits every common camera
+// image; a 100 MP RGB decode needs 300 MB.
+inline constexpr int64_t kDefaultMaxPixels = 100'000'000;
+
 struct DecodeRequest {
   // Region wanted, in full-resolution pixels; must have positive size and lie
   // inside the image. Empty = the whole image.
@@ -64,6 +71,9 @@ struct DecodeRequest {
   bool fail_on_warning = false;
   // libjpeg's JDCT_IFAST instead of the accurate JDCT_ISLOW.
   bool fast_dct = false;
+  // The pixel limit of the free DecodeJpeg (see kDefaultMaxPixels); a Decoder
+  // uses its op's `max_pixels` param instead.
+  int64_t max_pixels = kDefaultMaxPixels;
 };
 
 struct DecodedRegion {
@@ -130,6 +140,15 @@ Result<std::string> DecoderEnumParam(const ParamList& params, std::string_view o
 
 // The decode ops' shared `color` param (rgb | gray, default rgb).
 Result<OutputColor> DecoderColorParam(const ParamList& params, std::string_view op);
+
+// The decode ops' `max_pixels` param (default kDefaultMaxPixels). Errors:
+// kInvalidArgument for a value that is not a positive integer.
+Result<int64_t> DecoderMaxPixelsParam(const ParamList& params, std::string_view op);
+
+// For decoders: OK when a `width` x `height` image (as the header says) has at
+// most `max_pixels` pixels. Errors: kCorruptData "<format> header: image WxH
+// (N pixels) exceeds the pixel limit max_pixels=M ...".
+Status CheckPixelLimit(std::string_view format, int64_t width, int64_t height, int64_t max_pixels);
 
 // For decoders: OK when `crop` has positive size and lies inside a `width` x
 // `height` image. Errors: kInvalidArgument "<format> decode: crop (...) is not

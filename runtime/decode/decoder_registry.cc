@@ -75,6 +75,25 @@ Result<OutputColor> DecoderColorParam(const ParamList& params, std::string_view 
   return *color == "gray" ? OutputColor::kGray : OutputColor::kRGB;
 }
 
+Result<int64_t> DecoderMaxPixelsParam(const ParamList& params, std::string_view op) {
+  const ParamValue* v = FindParam(params, "max_pixels");
+  if (v == nullptr) return kDefaultMaxPixels;
+  const int64_t* n = std::get_if<int64_t>(&v->value);
+  if (n != nullptr && *n > 0) return *n;
+  return MakeError(ErrorCode::kInvalidArgument, std::string(op) + ": param `max_pixels` is " +
+                                                    v->ToString() +
+                                                    ", expected a positive integer");
+}
+
+Status CheckPixelLimit(std::string_view format, int64_t width, int64_t height, int64_t max_pixels) {
+  if (width * height <= max_pixels) return Ok();
+  return MakeError(ErrorCode::kCorruptData,
+                   std::string(format) + " header: image " + std::to_string(width) + "x" +
+                       std::to_string(height) + " (" + std::to_string(width * height) +
+                       " pixels) exceeds the pixel limit max_pixels=" + std::to_string(max_pixels) +
+                       " (a decompression bomb, or raise the decode op's max_pixels)");
+}
+
 Status CheckCropInside(std::string_view format, const PixelRect& crop, int width, int height,
                        int exif_orientation) {
   const PixelRect& c = crop;

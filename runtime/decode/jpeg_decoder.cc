@@ -133,11 +133,17 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
   jpeg_read_header(cinfo, TRUE);
 
   const int64_t w = cinfo->image_width, h = cinfo->image_height;
-  if (w > kMaxJpegSide || h > kMaxJpegSide || w * h > kMaxJpegPixels) {
+  if (w > kMaxJpegSide || h > kMaxJpegSide) {
+    std::snprintf(msg, JMSG_LENGTH_MAX, "image %lldx%lld exceeds the decoder's limit (%d per side)",
+                  static_cast<long long>(w), static_cast<long long>(h), kMaxJpegSide);
+    return BodyStatus::kCorrupt;
+  }
+  if (w * h > req.max_pixels) {
     std::snprintf(msg, JMSG_LENGTH_MAX,
-                  "image %lldx%lld exceeds the decoder's limit (%d per side, %lld pixels)",
-                  static_cast<long long>(w), static_cast<long long>(h), kMaxJpegSide,
-                  static_cast<long long>(kMaxJpegPixels));
+                  "image %lldx%lld (%lld pixels) exceeds the pixel limit max_pixels=%lld (a "
+                  "decompression bomb, or raise the decode op's max_pixels)",
+                  static_cast<long long>(w), static_cast<long long>(h),
+                  static_cast<long long>(w * h), static_cast<long long>(req.max_pixels));
     return BodyStatus::kCorrupt;
   }
 
@@ -293,7 +299,10 @@ Result<JpegDecoder::Options> JpegDecoder::ParseOptions(std::string_view op,
   if (!color) return std::unexpected(color.error());
   auto orientation = DecoderEnumParam(params, op, "orientation", "ignore", {"ignore", "exif"});
   if (!orientation) return std::unexpected(orientation.error());
-  return Options{.color = *color, .exif_orientation = *orientation == "exif"};
+  auto max_pixels = DecoderMaxPixelsParam(params, op);
+  if (!max_pixels) return std::unexpected(max_pixels.error());
+  return Options{
+      .color = *color, .exif_orientation = *orientation == "exif", .max_pixels = *max_pixels};
 }
 
 Result<std::unique_ptr<Decoder>> JpegDecoder::Create(const ParamList& params) {
@@ -303,6 +312,7 @@ Result<std::unique_ptr<Decoder>> JpegDecoder::Create(const ParamList& params) {
 Result<ImageHeader> JpegDecoder::ReadHeader(std::span<const uint8_t> data) const {
   auto info = ReadJpegHeader(data);
   if (!info) return std::unexpected(info.error());
+  SLUICE_RETURN_IF_ERROR(CheckPixelLimit("JPEG", info->width, info->height, options_.max_pixels));
   ImageHeader header{info->width, info->height, options_.color == OutputColor::kGray ? 1 : 3};
   if (options_.exif_orientation && SwapsAxes(JpegExifOrientation(data))) {
     std::swap(header.width, header.height);
@@ -314,6 +324,7 @@ Result<DecodedRegion> JpegDecoder::Decode(std::span<const uint8_t> data,
                                           const DecodeRequest& request, ImageBuffer& out) const {
   DecodeRequest r = request;
   r.color = options_.color;
+  r.max_pixels = options_.max_pixels;
   const int orientation = options_.exif_orientation ? JpegExifOrientation(data) : 1;
   if (orientation == 1) return DecodeJpeg(data, r, out);
 

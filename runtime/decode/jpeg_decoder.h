@@ -27,10 +27,10 @@
 
 namespace sluice::runtime {
 
-// Images larger than this are rejected as corrupt before any pixel buffer is
-// allocated.
+// Images wider or taller than this are rejected as corrupt before any pixel
+// buffer is allocated, whatever max_pixels allows (DecodeRequest::max_pixels
+// bounds their area).
 inline constexpr int kMaxJpegSide = 32768;
-inline constexpr int64_t kMaxJpegPixels = 200'000'000;
 
 enum class JpegColorSpace { kUnknown, kGray, kYCbCr, kRGB, kCMYK, kYCCK };
 
@@ -46,8 +46,8 @@ struct JpegInfo {
 Result<JpegInfo> ReadJpegHeader(std::span<const uint8_t> data);
 
 // Decodes `data` into `out` (reused; it grows only when needed) as described
-// above. Errors: kCorruptData (not a JPEG, truncated, damaged, absurd
-// dimensions, unsupported colour space), kInvalidArgument (crop outside the
+// above. Errors: kCorruptData (not a JPEG, truncated, damaged, over
+// kMaxJpegSide or request.max_pixels, unsupported colour space), kInvalidArgument (crop outside the
 // image or empty).
 Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequest& request,
                                  ImageBuffer& out);
@@ -57,6 +57,8 @@ bool LooksLikeJpeg(std::span<const uint8_t> data);
 
 // The `decode_jpeg` op as a Decoder: DecodeJpeg / ReadJpegHeader with the op's
 // params: `color` (rgb -> 3 channels, gray -> 1) overrides request.color;
+// `max_pixels` bounds width x height (ReadHeader and Decode are kCorruptData
+// above it, before any allocation);
 // `orientation: exif` applies the EXIF orientation tag (ops/exif_orientation.h)
 // so the output matches PIL's ImageOps.exif_transpose. Then ReadHeader gives
 // the oriented size, a request's crop and min_width / min_height are in
@@ -67,7 +69,8 @@ class JpegDecoder final : public Decoder {
  public:
   struct Options {
     OutputColor color = OutputColor::kRGB;
-    bool exif_orientation = false;  // orientation: exif
+    bool exif_orientation = false;           // orientation: exif
+    int64_t max_pixels = kDefaultMaxPixels;  // ReadHeader and Decode refuse more
   };
   explicit JpegDecoder(Options options) : options_(options) {}
   // From the op's params (missing ones take the op's defaults). Errors:

@@ -26,7 +26,7 @@ std::unexpected<Error> Corrupt(const char* what, int err) {
 }
 
 // A context reading `data`, its IHDR parsed and checked against the limits.
-Result<Ctx> Open(std::span<const uint8_t> data, spng_ihdr& ihdr) {
+Result<Ctx> Open(std::span<const uint8_t> data, int64_t max_pixels, spng_ihdr& ihdr) {
   if (!LooksLikePng(data)) {
     return MakeError(ErrorCode::kCorruptData, "PNG header: not a PNG file (bad signature)");
   }
@@ -39,13 +39,7 @@ Result<Ctx> Open(std::span<const uint8_t> data, spng_ihdr& ihdr) {
   if (err != 0) return Corrupt("setup", err);
   err = spng_get_ihdr(ctx.get(), &ihdr);
   if (err != 0) return Corrupt("header", err);
-  if (int64_t{ihdr.width} * ihdr.height > kMaxPngPixels) {
-    return MakeError(ErrorCode::kCorruptData, "PNG header: image " + std::to_string(ihdr.width) +
-                                                  "x" + std::to_string(ihdr.height) +
-                                                  " exceeds the decoder's limit (" +
-                                                  std::to_string(kMaxPngSide) + " per side, " +
-                                                  std::to_string(kMaxPngPixels) + " pixels)");
-  }
+  SLUICE_RETURN_IF_ERROR(CheckPixelLimit("PNG", ihdr.width, ihdr.height, max_pixels));
   return ctx;
 }
 
@@ -72,9 +66,9 @@ bool LooksLikePng(std::span<const uint8_t> data) {
   return data.size() >= 8 && std::memcmp(data.data(), kSignature, 8) == 0;
 }
 
-Result<PngInfo> ReadPngHeader(std::span<const uint8_t> data) {
+Result<PngInfo> ReadPngHeader(std::span<const uint8_t> data, int64_t max_pixels) {
   spng_ihdr ihdr{};
-  auto ctx = Open(data, ihdr);
+  auto ctx = Open(data, max_pixels, ihdr);
   if (!ctx) return std::unexpected(ctx.error());
   return PngInfo{static_cast<int>(ihdr.width), static_cast<int>(ihdr.height), ihdr.bit_depth,
                  ihdr.color_type, ihdr.interlace_method != 0};
@@ -83,7 +77,7 @@ Result<PngInfo> ReadPngHeader(std::span<const uint8_t> data) {
 Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions& options,
                                 const std::optional<PixelRect>& crop, ImageBuffer& out) {
   spng_ihdr ihdr{};
-  auto ctx = Open(data, ihdr);
+  auto ctx = Open(data, options.max_pixels, ihdr);
   if (!ctx) return std::unexpected(ctx.error());
   const int w = static_cast<int>(ihdr.width), h = static_cast<int>(ihdr.height);
   const int orientation = options.exif_orientation ? PngExifOrientation(data) : 1;
@@ -157,8 +151,12 @@ Result<PngOptions> PngDecoder::ParseOptions(std::string_view op, const ParamList
   if (!alpha) return std::unexpected(alpha.error());
   auto orientation = DecoderEnumParam(params, op, "orientation", "ignore", {"ignore", "exif"});
   if (!orientation) return std::unexpected(orientation.error());
-  return PngOptions{
-      .color = *color, .keep_alpha = *alpha == "keep", .exif_orientation = *orientation == "exif"};
+  auto max_pixels = DecoderMaxPixelsParam(params, op);
+  if (!max_pixels) return std::unexpected(max_pixels.error());
+  return PngOptions{.color = *color,
+                    .keep_alpha = *alpha == "keep",
+                    .exif_orientation = *orientation == "exif",
+                    .max_pixels = *max_pixels};
 }
 
 Result<std::unique_ptr<Decoder>> PngDecoder::Create(const ParamList& params) {
@@ -166,7 +164,7 @@ Result<std::unique_ptr<Decoder>> PngDecoder::Create(const ParamList& params) {
 }
 
 Result<ImageHeader> PngDecoder::ReadHeader(std::span<const uint8_t> data) const {
-  auto info = ReadPngHeader(data);
+  auto info = ReadPngHeader(data, options_.max_pixels);
   if (!info) return std::unexpected(info.error());
   ImageHeader header{info->width, info->height, options_.channels()};
   if (options_.exif_orientation && SwapsAxes(PngExifOrientation(data))) {

@@ -34,8 +34,8 @@
 
 namespace sluice::runtime {
 
+// Wider or taller images are refused whatever max_pixels allows.
 inline constexpr int kMaxPngSide = 32768;
-inline constexpr int64_t kMaxPngPixels = 200'000'000;
 
 struct PngInfo {
   int width = 0;
@@ -48,7 +48,8 @@ struct PngInfo {
 struct PngOptions {
   OutputColor color = OutputColor::kRGB;
   bool keep_alpha = false;
-  bool exif_orientation = false;  // orientation: exif (the eXIf chunk's tag)
+  bool exif_orientation = false;           // orientation: exif (the eXIf chunk's tag)
+  int64_t max_pixels = kDefaultMaxPixels;  // width x height above this is refused
   int channels() const { return (color == OutputColor::kGray ? 1 : 3) + (keep_alpha ? 1 : 0); }
 };
 
@@ -56,10 +57,12 @@ struct PngOptions {
 bool LooksLikePng(std::span<const uint8_t> data);
 
 // Parses the signature and IHDR only. Errors: kCorruptData (also for sizes
-// over kMaxPngSide / kMaxPngPixels).
-Result<PngInfo> ReadPngHeader(std::span<const uint8_t> data);
+// over kMaxPngSide per side or `max_pixels` in all).
+Result<PngInfo> ReadPngHeader(std::span<const uint8_t> data,
+                              int64_t max_pixels = kDefaultMaxPixels);
 
-// Decodes the whole image into `out` (reused; grows only when needed) with
+// Decodes the whole image into `out` (reused; grows only when needed; an image
+// over options.max_pixels is kCorruptData before it is touched) with
 // options.channels() channels, turned by the eXIf orientation when
 // options.exif_orientation (as PIL's ImageOps.exif_transpose). `crop`, when
 // given, must lie inside the (oriented) image (else kInvalidArgument); it is
@@ -70,7 +73,7 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
                                 const std::optional<PixelRect>& crop, ImageBuffer& out);
 
 // The `decode_png` op as a Decoder: params color (rgb | gray), alpha
-// (drop | keep) and orientation (ignore | exif; ReadHeader then gives the
+// (drop | keep), max_pixels and orientation (ignore | exif; ReadHeader then gives the
 // oriented size). Caps: none (whole-image decode; request.crop is only checked
 // and reported, min_width / min_height are ignored).
 class PngDecoder final : public Decoder {

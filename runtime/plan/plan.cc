@@ -182,8 +182,10 @@ Status ReadChains(const Resolver& r, const PlanDocument& doc, Plan::Impl& plan) 
 
 // kernels.so: present, unchanged, loadable, with a target this CPU runs; and
 // each chain's kernels looked up.
+// Checks kernels.so against plan.json's hash; then, when `load`, checks the
+// CPU and dlopens it (running its initialisers: machine code from the plan).
 Status OpenKernels(const Resolver& r, const std::string& where, const fs::path& dir,
-                   Plan::Impl& plan) {
+                   Plan::Impl& plan, bool load) {
   std::error_code ec;
   const std::string so = (dir / pf::kKernelsFile).string();
   if (!fs::exists(so, ec)) {
@@ -201,6 +203,7 @@ Status OpenKernels(const Resolver& r, const std::string& where, const fs::path& 
                          "compilation",
                      kRecompile);
   }
+  if (!load) return Ok();
   if (!plan.chains.empty()) {
     // The multitarget dispatcher falls back to its baseline without checking.
     if (Status cpu = runtime::CheckCpuSupports(plan.doc.kernels.cpu_targets); !cpu) {
@@ -245,7 +248,13 @@ Status OpenKernels(const Resolver& r, const std::string& where, const fs::path& 
 
 }  // namespace
 
-Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
+namespace {
+
+// Plan::Load and Plan::Verify: reads and checks the plan at `path`; binds
+// ${VARS} from `vars` unless it is null; loads kernels.so when `load_kernels`
+// (else only checks its hash).
+Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const PlanVars* vars,
+                                             bool load_kernels) {
   const std::string where = "plan `" + path + "`";
   auto corrupt = [&](const std::string& why) {
     return MakeError(ErrorCode::kCorruptData, where + ": plan.json " + why, kRecompile);
@@ -291,8 +300,8 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
   auto doc = PlanDocument::FromJson(j, where);
   if (!doc) return std::unexpected(doc.error());
 
-  auto impl = std::make_shared<Impl>();
-  Impl& plan = *impl;
+  auto impl = std::make_shared<Plan::Impl>();
+  Plan::Impl& plan = *impl;
   plan.path = path;
   plan.doc = std::move(*doc);
   const PlanDocument& d = plan.doc;
@@ -307,7 +316,7 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
   }
   auto source_params = r.Params(source_op->params, d.source_params, "source");
   if (!source_params) return std::unexpected(source_params.error());
-  SLUICE_RETURN_IF_ERROR(r.Bind(*source_params, vars, "source"));
+  if (vars != nullptr) SLUICE_RETURN_IF_ERROR(r.Bind(*source_params, *vars, "source"));
   plan.source_params = std::move(*source_params);
   auto sampling = r.Params(SamplingParams(), d.sampling, "sampling");
   if (!sampling) return std::unexpected(sampling.error());
@@ -329,7 +338,7 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
     if (!op) return std::unexpected(op.error());
     auto params = r.Params((*op)->params, d.decode->params, "decode " + d.decode->op);
     if (!params) return std::unexpected(params.error());
-    SLUICE_RETURN_IF_ERROR(r.Bind(*params, vars, "decode"));
+    if (vars != nullptr) SLUICE_RETURN_IF_ERROR(r.Bind(*params, *vars, "decode"));
     plan.decode_op = d.decode->op;
     plan.decode_params = std::move(*params);
   }
@@ -337,10 +346,29 @@ Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
     plan.tuned = TunedKnobs{d.tuned->threads, d.tuned->in_flight, d.tuned->prefetch,
                             d.tuned->cpu_budget, d.tuned->images_per_second};
   }
-  SLUICE_RETURN_IF_ERROR(OpenKernels(r, where, dir, plan));
+  SLUICE_RETURN_IF_ERROR(OpenKernels(r, where, dir, plan, load_kernels));
+  return impl;
+}
+
+}  // namespace
+
+Result<Plan> Plan::Load(const std::string& path, const PlanVars& vars) {
+  auto impl = ReadPlan(path, &vars, /*load_kernels=*/true);
+  if (!impl) return std::unexpected(impl.error());
   Plan loaded;
-  loaded.impl_ = std::move(impl);
+  loaded.impl_ = std::move(*impl);
   return loaded;
+}
+
+Result<PlanCheck> Plan::Verify(const std::string& path) {
+  auto impl = ReadPlan(path, nullptr, /*load_kernels=*/false);
+  if (!impl) return std::unexpected(impl.error());
+  const PlanDocument& d = (*impl)->doc;
+  return PlanCheck{.name = d.name,
+                   .format_version = plan_format::kFormatVersion,
+                   .compiler_version = d.compiler_version,
+                   .spec_hash = d.spec_hash,
+                   .kernels_hash = d.kernels.hash};
 }
 
 const std::string& Plan::path() const { return impl_->path; }

@@ -61,10 +61,17 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Parse(std::string_view t
                                                               const SourceOptions& options) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 BOM
 
-  fs::path base = fs::path(list_path).parent_path();
+  const std::string base = fs::path(list_path).parent_path().string();
+  // Relative paths are stored as prefix + path (prefix = the list's directory
+  // and a '/'), so the path under the root is a suffix of the stored one.
+  const std::string prefix = base.empty() || base.back() == '/' ? base : base + "/";
+  const std::string root_name = base.empty() ? "." : base;
   auto where = [&](int line) { return SourceMark{list_path, line, 1}; };
 
   std::unique_ptr<FileListSource> src(new FileListSource());
+  src->allow_outside_root_ = options.allow_outside_root;
+  src->root_ = base;
+  src->rel_offset_ = prefix.size();
   std::vector<std::string> fields;
   int line_no = 0;
   bool have_header = false;
@@ -126,8 +133,28 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Parse(std::string_view t
       return MakeError(ErrorCode::kInvalidSpec,
                        "label '" + fields[label_col] + "' is not an integer", {}, where(line_no));
     }
-    fs::path fp(p);
-    src->paths_.push_back(fp.is_absolute() ? p : (base / fp).string());
+    const fs::path fp(p);
+    if (!options.allow_outside_root) {
+      const char* why = nullptr;
+      if (fp.is_absolute()) {
+        why = "is absolute";
+      } else {
+        const fs::path normal = fp.lexically_normal();
+        if (!normal.empty() && *normal.begin() == "..") why = "climbs out of it with '..'";
+      }
+      if (why != nullptr) {
+        return MakeError(ErrorCode::kInvalidSpec,
+                         "path '" + p + "' " + why +
+                             ": file_list paths must stay under the "
+                             "list's directory '" +
+                             root_name + "'",
+                         "write the path relative to '" + root_name +
+                             "' (move the list up to a common parent directory), or set "
+                             "`allow_outside_root: true` on file_list if you trust the list",
+                         where(line_no));
+      }
+    }
+    src->paths_.push_back(fp.is_absolute() ? p : prefix + p);
     src->labels_.push_back(label);
   }
   if (!have_header) {
@@ -139,8 +166,19 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Parse(std::string_view t
   return src;
 }
 
+Result<size_t> FileListSource::Read(size_t i, std::vector<uint8_t>& buffer) const {
+  if (allow_outside_root_ || i >= size()) return LocalFileSource::Read(i, buffer);
+  std::call_once(root_once_, [this] { root_dir_.emplace(ConfinedDir::Open(root_)); });
+  const Result<ConfinedDir>& root = *root_dir_;
+  if (!root) return std::unexpected(root.error());
+  return root->Read(paths_[i].c_str() + rel_offset_, paths_[i], buffer);
+}
+
 Result<std::unique_ptr<Source>> OpenFileListSource(const ParamList& params) {
   SourceOptions options;
+  const ParamValue* outside = FindParam(params, "allow_outside_root");
+  options.allow_outside_root =
+      outside != nullptr && std::holds_alternative<bool>(outside->value) && outside->AsBool();
   options.path_column = SourceParamString(params, "path_column", options.path_column);
   options.label_column = SourceParamString(params, "label_column", options.label_column);
   const std::string delimiter = SourceParamString(params, "delimiter", "auto");

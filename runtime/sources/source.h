@@ -73,6 +73,10 @@ struct SourceOptions {
   // file_list: the field separator, ',' or '\t'; 0 = auto (a tab if the
   // header line has one, else a comma).
   char delimiter = 0;
+  // file_list: accept absolute paths and paths that leave the list's
+  // directory (through `..` or a symlink). Off: such rows or reads are refused
+  // (FileListSource says how).
+  bool allow_outside_root = false;
   // image_folder: accepted file extensions, lower case with the dot; matched
   // case-insensitively.
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};

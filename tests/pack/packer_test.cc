@@ -172,8 +172,11 @@ TEST_F(PackTest, MaxSideShrinksOnlyLargerImages) {
 }
 
 TEST_F(PackTest, UnreadableSamplesAreSkippedAndListed) {
-  const std::string list = "path,label\n" + paths_[0] + ",4\n" +
-                           (data_.path() / "gone.jpg").string() + ",5\n" + paths_[2] + ",6\n";
+  // Paths relative to the list's folder (file_list's containment refuses
+  // absolute ones unless allow_outside_root).
+  const auto rel = [&](const std::string& p) { return fs::relative(p, data_.path()).string(); };
+  const std::string list =
+      "path,label\n" + rel(paths_[0]) + ",4\ngone.jpg,5\n" + rel(paths_[2]) + ",6\n";
   auto source = FileListSource::Parse(list, (data_.path() / "list.csv").string());
   ASSERT_TRUE(source.has_value()) << source.error().ToString();
   PackOptions o = Options(out_.path() / "list");

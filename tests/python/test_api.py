@@ -38,7 +38,8 @@ def test_load_and_metadata(eval_plan, dataset):
 def test_decode_step_and_memory_plan(eval_plan):
     # decode_pushdown and memory_planning decided these at compile time.
     assert eval_plan.decode_op == "decode_jpeg"
-    assert eval_plan.decode_params == {"color": "rgb", "orientation": "ignore"}
+    assert eval_plan.decode_params == {
+        "color": "rgb", "max_pixels": 100000000, "orientation": "ignore"}
     assert eval_plan.decode_pushdown == {"roi": True, "dct_scaling": True}  # one chain, resize
     memory = eval_plan.memory
     assert memory["batch_size"] == 8

@@ -1,11 +1,11 @@
 #!/bin/sh
 # Runs the runtime tests (decode, sources, sampling, exec, loader) under a
 # sanitizer. Invoked by ctest (label `sanitizers`):
-#   tests/sanitizers/run.sh address|thread PATH/TO/sluice BUILD_DIR
+#   tests/sanitizers/run.sh address|thread|undefined PATH/TO/sluice BUILD_DIR
 # 1. configures BUILD_DIR with -DSLUICE_SANITIZE=$1 and builds only
 #    sluice_runtime_tests there (no compiler, no Halide: fast enough for CI);
 # 2. compiles the loader tests' plans with the normal build's `sluice` (Halide
-#    under ASan/TSan would be slow; the kernels are generated code either way):
+#    under the sanitizers would be slow; the kernels are generated code either way):
 #    loader_test.yaml (fused) and reference_chain_test.yaml (reference chain);
 # 3. runs the tests with SLUICE_TEST_PLAN / SLUICE_TEST_REFERENCE_PLAN pointing
 #    at them.
@@ -36,8 +36,13 @@ case "$san" in
   thread)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$src/tests/sanitizers/tsan.supp"
     ;;
+  undefined)
+    # The build makes every check fatal (-fno-sanitize-recover=all); the
+    # stack names the offending line.
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    ;;
   *)
-    echo "run.sh: unknown sanitizer '$san' (address or thread)" >&2
+    echo "run.sh: unknown sanitizer '$san' (address, thread or undefined)" >&2
     exit 2
     ;;
 esac

@@ -101,7 +101,8 @@ TEST(PlanDocument, DecodeAndMemorySections) {
   ASSERT_TRUE(doc.has_value()) << doc.error().ToString();
   ASSERT_TRUE(doc->decode.has_value());
   EXPECT_EQ(doc->decode->op, "decode_jpeg");
-  EXPECT_EQ(doc->decode->params, json({{"color", "rgb"}, {"orientation", "ignore"}}));
+  EXPECT_EQ(doc->decode->params,
+            json({{"color", "rgb"}, {"max_pixels", 100000000}, {"orientation", "ignore"}}));
   EXPECT_EQ(doc->decode->node, 1);
   EXPECT_TRUE(doc->decode->roi);
   EXPECT_TRUE(doc->decode->dct_scaling);  // random_resized_crop rescales

@@ -209,7 +209,7 @@ TEST(SpecParserErrors, UnknownOpWithSuggestion) {
 TEST(SpecParserErrors, UnknownParamListsValidNamesWhenNothingIsClose) {
   EXPECT_EQ(Errors(Doc("  - decode_jpeg: {out: image, quality: 3}\n")),
             "t.yaml:6:31: error: unknown parameter `quality` in `decode_jpeg`\n"
-            "  hint: valid parameters: `color`, `orientation`, `in`, `out`\n");
+            "  hint: valid parameters: `color`, `orientation`, `max_pixels`, `in`, `out`\n");
 }
 
 TEST(SpecParserErrors, ParameterTypes) {

@@ -5,6 +5,12 @@
 // Next() returns that error; destroying a loader whose worker waits on the
 // stalled read (deadline far away) returns at once.
 //
+// The list sets allow_outside_root: true. A confined file_list read (the
+// default) opens with O_NONBLOCK, so there a FIFO is an immediate "not a
+// regular file" error (FileListContainment.FifoIsAnErrorNotAHang), not a
+// stall; the unconfined read is a plain blocking open(), which a FIFO without
+// a writer stalls in the kernel exactly as hung storage would.
+//
 // After each test the pipe is opened for writing, which releases the I/O
 // threads still blocked in open() (they then see a non-regular file and exit).
 // Time bounds are generous upper bounds on waits a bug would make infinite.
@@ -62,11 +68,10 @@ class ReadDeadlineTest : public ::testing::Test {
   std::string PlanWith(const std::string& policy, double read_timeout) {
     return EditedPlan(work_->path(), policy + std::to_string(read_timeout) + ".plan", [&](json& j) {
       j["source"]["format"] = "file_list";
-      j["source"]["params"] = {{"path", "${DATA}/list.csv"},
-                               {"delimiter", "auto"},
-                               {"path_column", "path"},
-                               {"label_column", "label"},
-                               {"read_timeout", read_timeout}};
+      // allow_outside_root: a blocking open(), see the file comment.
+      j["source"]["params"] = {{"path", "${DATA}/list.csv"}, {"delimiter", "auto"},
+                               {"path_column", "path"},      {"label_column", "label"},
+                               {"allow_outside_root", true}, {"read_timeout", read_timeout}};
       j["sampling"]["order"] = "sequential";
       j["output"]["on_error"] = {{"policy", policy}, {"max_fraction", 0.5}};
     });

@@ -2,7 +2,8 @@
 // source switched to `tar_shards` (as a spec's `source: {format: tar_shards,
 // path: ...}` compiles) delivers exactly the batches of the same images read
 // as an image_folder, in the same sample order; a shard with corrupt data and
-// a sample missing its label are bad samples under the skip policy.
+// a sample missing its label are bad samples under the skip policy; a member
+// over the decode op's max_pixels is a bad sample named SHARD:KEY.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -127,6 +128,39 @@ TEST_F(TarShardsLoaderTest, CorruptShardAndMissingFieldAreSkippedBadSamples) {
   EXPECT_EQ(failed.error().code, ErrorCode::kCorruptData);
   EXPECT_NE(failed.error().message.find("shard-000003.tar"), std::string::npos)
       << failed.error().message;
+}
+
+TEST_F(TarShardsLoaderTest, DecompressionBombInAShardIsABadSampleNamingIt) {
+  // A tar member goes through the same decoders as a file, so max_pixels holds:
+  // a 64 x 48 JPEG whose SOF claims 30000 x 30000 (900 MP), as sample "bomb"
+  // of a fourth shard, is refused from its header under the default limit.
+  std::vector<uint8_t> bomb = MakeJpeg(64, 48, 7);
+  for (size_t i = 0; i + 8 < bomb.size(); ++i) {
+    if (bomb[i] == 0xFF && bomb[i + 1] == 0xC0) {
+      bomb[i + 5] = 30000 >> 8, bomb[i + 6] = 30000 & 255;
+      bomb[i + 7] = 30000 >> 8, bomb[i + 8] = 30000 & 255;
+      break;
+    }
+  }
+  auto w = runtime::tar::Writer::Create((shards_->path() / "shard-000003.tar").string());
+  ASSERT_TRUE(w.has_value());
+  const uint8_t one = '1';
+  ASSERT_TRUE(w->Add("bomb.jpg", bomb).has_value());
+  ASSERT_TRUE(w->Add("bomb.cls", {&one, 1}).has_value());
+  ASSERT_TRUE(w->Finish().has_value());
+
+  Loader failing = Make(TarPlan("bomb.plan", "${DATA}", "fail", true), shards_->path(), 2);
+  auto failed = ReadEpoch(failing);
+  ASSERT_FALSE(failed.has_value());
+  const std::string& e = failed.error().message;
+  EXPECT_NE(e.find("shard-000003.tar:bomb"), std::string::npos) << e;
+  EXPECT_NE(e.find("30000x30000"), std::string::npos) << e;
+  EXPECT_NE(e.find("max_pixels=100000000"), std::string::npos) << e;
+
+  Loader skipping = Make(TarPlan("bomb_skip.plan", "${DATA}", "skip", true), shards_->path(), 2);
+  auto epoch = ReadEpoch(skipping);
+  ASSERT_TRUE(epoch.has_value()) << epoch.error().ToString();
+  EXPECT_EQ(skipping.Stats().bad_samples, 1u);
 }
 
 }  // namespace

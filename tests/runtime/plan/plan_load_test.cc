@@ -194,6 +194,62 @@ TEST_F(PlanLoad, NotAPlanAndBadJson) {
   EXPECT_EQ(bad.error().code, ErrorCode::kCorruptData);
 }
 
+// Plan::Verify: Load's checks without binding ${VARS}, checking the CPU or
+// loading kernels.so.
+TEST_F(PlanLoad, VerifyAcceptsAGoodPlanWithoutVarsOrThisCpu) {
+  auto check = sluice::Plan::Verify(Plan().string());
+  ASSERT_TRUE(check) << check.error().ToString();
+  EXPECT_EQ(check->name, "imagenet_train");
+  EXPECT_EQ(check->format_version, sluice::plan_format::kFormatVersion);
+  EXPECT_EQ(check->kernels_hash, sluice::plan_format::HashFile((Plan() / "kernels.so").string()));
+  // Targets this CPU does not run: Load refuses, Verify only checks integrity.
+  fs::path copy = Copy("verify_arm.plan");
+  EditJson(copy, [](json& j) { j["kernels"]["cpu_targets"] = json::array({"arm-64-linux"}); });
+  EXPECT_TRUE(sluice::Plan::Verify(copy.string()));
+}
+
+TEST_F(PlanLoad, VerifyFindsWhatLoadFinds) {
+  fs::path truncated = Copy("verify_truncated.plan");
+  fs::resize_file(truncated / "kernels.so", fs::file_size(truncated / "kernels.so") / 2);
+  auto t = sluice::Plan::Verify(truncated.string());
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(t.error().message.find("does not match plan.json"), std::string::npos);
+
+  fs::path version = Copy("verify_format.plan");
+  EditJson(version, [](json& j) { j["format_version"] = 99; });
+  auto v = sluice::Plan::Verify(version.string());
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error().code, ErrorCode::kVersionMismatch);
+
+  fs::path op = Copy("verify_op.plan");
+  EditJson(op, [](json& j) { j["decode"]["op"] = "decode_webp"; });
+  auto o = sluice::Plan::Verify(op.string());
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().code, ErrorCode::kVersionMismatch);
+  EXPECT_NE(o.error().message.find("decode_webp"), std::string::npos) << o.error().message;
+
+  auto missing = sluice::Plan::Verify((*dir_ / "nope.plan").string());
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(PlanLoad, VerifyDoesNotLoadKernelsSo) {
+  // Not a shared library, with plan.json's hash updated to match: Verify says
+  // OK (it never dlopens), Load fails at dlopen.
+  fs::path copy = Copy("verify_fake.plan");
+  WriteFile(copy / "kernels.so", "not an ELF file\n");
+  const auto hash = sluice::plan_format::HashFile((copy / "kernels.so").string());
+  ASSERT_TRUE(hash);
+  EditJson(copy, [&](json& j) { j["kernels"]["hash"] = *hash; });
+  auto check = sluice::Plan::Verify(copy.string());
+  ASSERT_TRUE(check) << check.error().ToString();
+  EXPECT_EQ(check->kernels_hash, *hash);
+  auto plan = sluice::Plan::Load(copy.string(), kVars);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kCorruptData);
+}
+
 TEST_F(PlanLoad, FusedPlanHasNoReferenceChains) {
   auto plan = sluice::Plan::Load(Plan().string(), kVars);
   ASSERT_TRUE(plan) << plan.error().ToString();

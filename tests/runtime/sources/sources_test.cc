@@ -112,7 +112,9 @@ TEST(FileListSource, CsvRelativePathsQuotesAndExtraColumns) {
                                "2, 7 ,\"../imgs/b, c.jpg\"\r\n"
                                "3,0," +
                                    abs + "\n");
-  auto src = FileListSource::Open(list);
+  SourceOptions outside;  // the list reaches up to ../imgs and to an absolute path
+  outside.allow_outside_root = true;
+  auto src = FileListSource::Open(list, outside);
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
   const LocalFileSource& s = **src;
   ASSERT_EQ(s.size(), 3u);
@@ -182,7 +184,9 @@ TEST(FileListSource, MissingListAndMissingSample) {
 
 TEST(FileListSource, ParseFromText) {
   const std::string text = "\xEF\xBB\xBFid\tpath\tlabel\n1\ta.jpg\t4\n2\t/abs/b.jpg\t-2\n";
-  auto src = FileListSource::Parse(text, "/lists/train.tsv");
+  SourceOptions outside;  // for the absolute path
+  outside.allow_outside_root = true;
+  auto src = FileListSource::Parse(text, "/lists/train.tsv", outside);
   ASSERT_TRUE(src.has_value()) << src.error().ToString();
   ASSERT_EQ((*src)->size(), 2u);
   EXPECT_EQ((*src)->SampleName(0), "/lists/a.jpg");

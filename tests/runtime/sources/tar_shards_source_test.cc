@@ -387,6 +387,40 @@ TEST(TarShardSource, RegistryOpensItFromParams) {
   EXPECT_EQ(none.error().code, ErrorCode::kNotFound);
 }
 
+TEST(TarShardSource, MemberNamesAreNeverPaths) {
+  // Members named like paths that leave the shard's folder ("..", absolute),
+  // with real files at the places those names would resolve to: every read
+  // returns the member's bytes from the shard, never the outside file, and
+  // nothing is created outside.
+  TempDir dir;
+  const fs::path data = dir.path() / "a/b/data";
+  fs::create_directories(data);
+  WriteFile((dir.path() / "a/escape.jpg").string(), "OUTSIDE-REL");
+  const std::string abs_key = (dir.path() / "abs").string();  // "/tmp/.../abs"
+  WriteFile(abs_key + ".jpg", "OUTSIDE-ABS");
+  WriteShard((data / "s.tar").string(), {{"../../escape.jpg", "IN-1"},
+                                         {"../../escape.cls", "1"},
+                                         {abs_key + ".jpg", "IN-2"},
+                                         {abs_key + ".cls", "2"}});
+  auto before = std::distance(fs::recursive_directory_iterator(dir.path()), {});
+  auto src = MustOpen(Options(data.string()));
+  ASSERT_NE(src, nullptr);
+  ASSERT_EQ(src->size(), 2u);
+  EXPECT_EQ(Contents(*src, 0), "IN-1");
+  EXPECT_EQ(src->label(0), 1);
+  EXPECT_EQ(Contents(*src, 1), "IN-2");
+  EXPECT_EQ(src->label(1), 2);
+  EXPECT_NE(src->SampleName(0).find("../../escape"), std::string::npos) << src->SampleName(0);
+  EXPECT_EQ(ReadFile((dir.path() / "a/escape.jpg").string()), "OUTSIDE-REL");
+  EXPECT_EQ(ReadFile(abs_key + ".jpg"), "OUTSIDE-ABS");
+  // The only new file is the shard's index, in the data folder.
+  auto after = std::distance(fs::recursive_directory_iterator(dir.path()), {});
+  EXPECT_LE(after, before + 1);
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    EXPECT_TRUE(e.path().filename() == "a" || e.path().filename() == "abs.jpg") << e.path();
+  }
+}
+
 TEST(TarShardSource, NoSamplesIsAnError) {
   TempDir dir;
   const fs::path data = dir.path() / "data";

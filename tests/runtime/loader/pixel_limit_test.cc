@@ -1,0 +1,76 @@
+// max_pixels end to end: plan.json's decode.params.max_pixels reaches the
+// decoder the loader makes, and an image over the limit (a decompression
+// bomb, by default) is a bad sample whose error names the file and the limit.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "tests/runtime/loader/loader_test_util.h"
+
+namespace sluice {
+namespace {
+
+using namespace testing_loader;
+using nlohmann::json;
+
+class PixelLimitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SLUICE_REQUIRE_TEST_PLAN();
+    work_ = std::make_unique<ScopedDir>("pixel_plans");
+    data_ = std::make_unique<ScopedDir>("pixel_data");
+    MakeDataset(data_->path(), 8);  // 40..90 pixels per side
+  }
+  // The test plan with on_error: fail and, when max_pixels > 0, that limit.
+  std::string PlanWith(int64_t max_pixels) {
+    return EditedPlan(work_->path(), "limit" + std::to_string(max_pixels) + ".plan", [&](json& j) {
+      j["output"]["on_error"] = {{"policy", "fail"}, {"max_fraction", 0.5}};
+      if (max_pixels > 0) j["decode"]["params"]["max_pixels"] = max_pixels;
+    });
+  }
+  // The first error of one epoch, or "" when the epoch ran through.
+  std::string FirstError(const std::string& plan_path) {
+    auto plan = Plan::Load(plan_path, {{"DATA", data_->path().string()}});
+    if (!plan) throw std::runtime_error(plan.error().ToString());
+    LoaderOptions o;
+    o.threads = 2;
+    o.rank = 0;
+    o.world_size = 1;
+    auto loader = Loader::Create(*plan, o);
+    if (!loader) throw std::runtime_error(loader.error().ToString());
+    auto epoch = ReadEpoch(*loader);
+    return epoch ? "" : epoch.error().ToString();
+  }
+  std::unique_ptr<ScopedDir> work_, data_;
+};
+
+TEST_F(PixelLimitTest, DefaultLimitPassesOrdinaryImages) { EXPECT_EQ(FirstError(PlanWith(0)), ""); }
+
+TEST_F(PixelLimitTest, PlanLimitReachesTheDecoder) {
+  // Every image has at least 40 x 40 = 1600 pixels.
+  const std::string e = FirstError(PlanWith(1000));
+  EXPECT_NE(e.find("max_pixels=1000"), std::string::npos) << e;
+  EXPECT_NE(e.find("img_"), std::string::npos) << e;
+}
+
+TEST_F(PixelLimitTest, BombIsABadSampleNamingTheFile) {
+  // A 64 x 48 JPEG whose SOF claims 30000 x 30000 (900 MP).
+  std::vector<uint8_t> bomb = MakeJpeg(64, 48, 7);
+  for (size_t i = 0; i + 8 < bomb.size(); ++i) {
+    if (bomb[i] == 0xFF && bomb[i + 1] == 0xC0) {
+      bomb[i + 5] = 30000 >> 8, bomb[i + 6] = 30000 & 255;
+      bomb[i + 7] = 30000 >> 8, bomb[i + 8] = 30000 & 255;
+      break;
+    }
+  }
+  WriteBytes(data_->path() / "class_1/bomb.jpg", bomb);
+  const std::string e = FirstError(PlanWith(0));
+  EXPECT_NE(e.find("bomb.jpg"), std::string::npos) << e;
+  EXPECT_NE(e.find("30000x30000"), std::string::npos) << e;
+  EXPECT_NE(e.find("max_pixels=100000000"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace sluice
