@@ -15,12 +15,14 @@
 // machine-readable line last:
 //
 //   RESULT sluice images_per_s=X peak_rss_mb=Y threads=T batch=B batches=N device=D
-//          first_batch_s=F first_batch_rss_mb=R
+//          first_batch_s=F first_batch_rss_mb=R cpu_s=C
 //
 // (`RESULT sluice_dct ...` with --dct-scaling, `RESULT NAME ...` with --name;
 // D is LoaderStats::device: "cpu" or "cuda:N"; F is the time from before
 // Plan::Load to the first batch in hand, R the peak RSS then. Warnings, e.g.
-// the no-GPU fallback, go to stderr.)
+// the no-GPU fallback, go to stderr; C is the process's user + system CPU
+// seconds over the timed batches, which machine load disturbs less than the
+// wall time: images / C is the work each image costs.)
 #include <sys/resource.h>
 
 #include <charconv>
@@ -126,12 +128,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < warmup; ++i) {
     if (!take()) return 1;
   }
+  auto cpu_seconds = [] {  // user + system time of the whole process so far
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  const double cpu_start = cpu_seconds();
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < batches; ++i) {
     if (!take()) return 1;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu_used = cpu_seconds() - cpu_start;
   const sluice::LoaderStats stats = loader->Stats();
   const double images = static_cast<double>(batches) * static_cast<double>(loader->batch_size());
   std::printf(
@@ -149,9 +159,9 @@ int main(int argc, char** argv) {
   if (name.empty()) name = options.dct_scaling ? "sluice_dct" : "sluice";
   std::printf(
       "RESULT %s images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
-      "batches=%d device=%s first_batch_s=%.3f first_batch_rss_mb=%.1f\n",
+      "batches=%d device=%s first_batch_s=%.3f first_batch_rss_mb=%.1f cpu_s=%.3f\n",
       name.c_str(), images / seconds, peak_rss_mb(), stats.threads,
       static_cast<long long>(loader->batch_size()), batches, stats.device.c_str(), first_batch_s,
-      first_batch_rss_mb);
+      first_batch_rss_mb, cpu_used);
   return 0;
 }

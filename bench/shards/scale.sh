@@ -70,7 +70,7 @@ run() {  # name plan data
 } >"$LOG"
 # The first tar_shards open scans the shards and caches the index.
 rm -f "$WORK/shards"/*.sluice* "$WORK/shards"/.sluice* 2>/dev/null || true
-/usr/bin/time -f "INDEX_BUILD wall_s=%e max_rss_mb=%M" -a -o "$LOG" \
+/usr/bin/time -f "INDEX_BUILD wall_s=%e max_rss_kb=%M" -a -o "$LOG" \
   "$BUILD/sluice_e2e_loader" "$WORK/shards.plan" "$WORK/shards" --threads "$THREADS" \
   --batches 1 --warmup 1 --name shards_index_build | grep '^RESULT' | tee -a "$LOG" >&2
 for ((round = 1; round <= ROUNDS; ++round)); do

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Summarizes bench/shards/run.sh's log into a Markdown table: per contender
 and cache state, the median images/s over the rounds (and the range), the ratio
-of medians to the folder in the same cache state, and the largest peak RSS;
+of medians to the folder in the same cache state, images per CPU-second
+(user + system time: what each image costs, less disturbed by machine load)
+and its ratio, and the largest peak RSS;
 then issue 15's targets (shards >= 1.15x the folder warm, and more than that
 cold).
 
@@ -30,8 +32,12 @@ def main():
         print(f"1-min load average during the run: {min(loads):.1f} to {max(loads):.1f}")
     med = {k: statistics.median(float(r["images_per_s"]) for r in v) for k, v in runs.items()}
     print()
-    print("| contender | cache | images/s (median) | range | vs folder | peak RSS |")
-    print("|---|---|---|---|---|---|")
+    # Images per CPU-second: batch * batches / (user + system seconds).
+    cpu = {k: statistics.median(float(r["batch"]) * float(r["batches"]) / float(r["cpu_s"])
+                                for r in v)
+           for k, v in runs.items() if all("cpu_s" in r for r in v)}
+    print("| contender | cache | images/s (median) | range | vs folder | images per CPU-s (median) | vs folder | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|")
     for cache in ["warm", "cold"]:
         for name in ["folder", "shards", "shards512"]:
             key = f"{name}_{cache}"
@@ -41,8 +47,11 @@ def main():
             base = med.get(f"folder_{cache}")
             ratio = f"{med[key] / base:.2f}x" if base else "-"
             rss = max(float(r["peak_rss_mb"]) for r in runs[key])
+            cbase = cpu.get(f"folder_{cache}")
+            c = f"{cpu[key]:.0f}" if key in cpu else "-"
+            cratio = f"{cpu[key] / cbase:.2f}x" if key in cpu and cbase else "-"
             print(f"| {name} | {cache} | {med[key]:.1f} | {min(rates):.1f}-{max(rates):.1f} "
-                  f"| {ratio} | {rss:.0f} MB |")
+                  f"| {ratio} | {c} | {cratio} | {rss:.0f} MB |")
     print()
     for cache, target in [("warm", 1.15), ("cold", None)]:
         base = med.get(f"folder_{cache}")
@@ -50,7 +59,10 @@ def main():
         if base and shards:
             ratio = shards / base
             goal = f">= {target}x" if target else "> the warm ratio"
-            print(f"target ({cache}): shards / folder = {ratio:.2f}x ({goal})")
+            extra = ""
+            if f"shards_{cache}" in cpu and f"folder_{cache}" in cpu:
+                extra = f"; per CPU-second {cpu[f'shards_{cache}'] / cpu[f'folder_{cache}']:.2f}x"
+            print(f"target ({cache}): shards / folder = {ratio:.2f}x ({goal}){extra}")
 
 
 if __name__ == "__main__":
