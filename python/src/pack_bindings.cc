@@ -10,22 +10,13 @@
 
 #include "pack/pack_input.h"
 #include "pack/packer.h"
+#include "python/src/error_dict.h"
 #include "runtime/sources/source_registry.h"
 
 namespace py = pybind11;
 
 namespace sluice::python {
 namespace {
-
-py::dict PackErrorDict(const Error& e) {
-  py::dict err;
-  err["code"] = ErrorCodeName(e.code);
-  err["message"] = e.message;
-  err["hint"] = e.hint;
-  py::dict out;
-  out["error"] = err;
-  return out;
-}
 
 py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
               const std::string& shard_size, int max_side, int quality, int threads,
@@ -51,7 +42,7 @@ py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
       return runtime::PackSource(**source, options);
     }();
   }
-  if (!summary) return PackErrorDict(summary.error());
+  if (!summary) return ErrorDict(summary.error());
   py::dict d;
   d["samples"] = summary->samples;
   d["skipped"] = summary->skipped;

@@ -290,7 +290,7 @@ class Tensor {
       }
       handle = stream.cast<int64_t>();
     }
-    if (handle == -1) return;  // the consumer asked for no synchronization
+    if (handle == -1) return;      // the consumer asked for no synchronization
     if (event == nullptr) return;  // no device work pending (not a GPU batch)
     const int ordinal = view().device_id;
     Status st;
@@ -299,9 +299,8 @@ class Tensor {
       if (!handle) {
         st = runtime::cuda::EventSynchronize(event);
       } else if (*handle < 0) {
-        st = MakeError(ErrorCode::kInvalidArgument,
-                       "__dlpack__(stream=" + std::to_string(*handle) +
-                           ") is not a CUDA stream handle");
+        st = MakeError(ErrorCode::kInvalidArgument, "__dlpack__(stream=" + std::to_string(*handle) +
+                                                        ") is not a CUDA stream handle");
       } else {
         st = runtime::cuda::StreamWaitEvent(ordinal, static_cast<uintptr_t>(*handle), event);
       }
@@ -313,8 +312,8 @@ class Tensor {
     const TensorView& v = view();
     if (on_device()) {
       SyncForConsumer(stream);
-    } else if (!stream.is_none() && !(py::isinstance<py::int_>(stream) &&
-                                      stream.cast<int64_t>() == -1)) {
+    } else if (!stream.is_none() &&
+               !(py::isinstance<py::int_>(stream) && stream.cast<int64_t>() == -1)) {
       RaiseError(Error{ErrorCode::kInvalidArgument,
                        "__dlpack__(stream=...) is for device tensors; this tensor is on the CPU"});
     }
@@ -546,8 +545,12 @@ class PyLoader {
 }  // namespace
 }  // namespace sluice::python
 
-namespace sluice::python { void BindTuning(pybind11::module_& m); }  // tuning_bindings.cc
-namespace sluice::python { void BindPack(pybind11::module_& m); }    // pack_bindings.cc
+namespace sluice::python {
+void BindTuning(pybind11::module_& m);
+}  // namespace sluice::python
+namespace sluice::python {
+void BindPack(pybind11::module_& m);
+}  // namespace sluice::python
 
 PYBIND11_MODULE(_sluice, m) {
   using namespace sluice;

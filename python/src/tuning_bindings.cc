@@ -12,6 +12,7 @@
 
 #include "common/hardware_profile.h"
 #include "compiler/driver/profile_probes.h"
+#include "python/src/error_dict.h"
 #include "runtime/device/gpu_probe.h"
 #include "runtime/profile/machine_profiler.h"
 #include "runtime/tune/autotuner.h"
@@ -21,16 +22,6 @@ namespace py = pybind11;
 
 namespace sluice::python {
 namespace {
-
-py::dict ErrorDict(const Error& e) {
-  py::dict err;
-  err["code"] = ErrorCodeName(e.code);
-  err["message"] = e.mark.valid() ? e.mark.ToString() + ": " + e.message : e.message;
-  err["hint"] = e.hint;
-  py::dict out;
-  out["error"] = err;
-  return out;
-}
 
 py::dict ProfileDict(const HardwareProfile& p) {
   py::dict d;
@@ -143,8 +134,9 @@ void BindTuning(py::module_& m) {
         if (!written) return ErrorDict(written.error());
         py::dict out = KnobsDict(result->best);
         out["cpu_budget"] = result->cpu_budget;
-        out["memory_budget"] = result->memory_budget > 0 ? py::object(py::int_(result->memory_budget))
-                                                         : py::object(py::none());
+        out["memory_budget"] = result->memory_budget > 0
+                                   ? py::object(py::int_(result->memory_budget))
+                                   : py::object(py::none());
         out["images_per_second"] = result->images_per_second;
         out["batch_bytes"] = result->batch_bytes;
         py::list trials;
