@@ -15,6 +15,20 @@ int UsageError(const std::string& message) {
   return 2;
 }
 
+bool TakeVar(const Args& args, size_t& i, std::map<std::string, std::string>& vars,
+             std::string& error) {
+  std::string value;
+  if (!TakeValue(args, i, "--var", value, error)) return false;
+  if (!error.empty()) return true;
+  const size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    error = "--var needs NAME=VALUE, got `" + value + "`";
+  } else {
+    vars[value.substr(0, eq)] = value.substr(eq + 1);
+  }
+  return true;
+}
+
 bool ParseInt(const std::string& text, int64_t& out) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ int UsageError(const std::string& message);
 // `error`.
 bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string& value,
                std::string& error);
+
+// `--var NAME=VALUE` (either flag form): when args[i] is --var, stores the
+// binding in `vars` (advancing i like TakeValue) and returns true; a missing
+// value or one without `NAME=` is reported through `error`.
+bool TakeVar(const Args& args, size_t& i, std::map<std::string, std::string>& vars,
+             std::string& error);
 
 // A whole decimal integer (optional sign, nothing else); false otherwise.
 bool ParseInt(const std::string& text, int64_t& out);

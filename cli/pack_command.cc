@@ -76,10 +76,8 @@ int Pack(const Args& args) {
       if (int_value("--quality", 1, 100)) options.quality = static_cast<int>(n);
     } else if (TakeValue(args, i, "--threads", value, error)) {
       if (int_value("--threads", 1, 4096)) options.threads = static_cast<int>(n);
-    } else if (TakeValue(args, i, "--var", value, error)) {
-      const size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0) return UsageError("--var needs NAME=VALUE");
-      vars[value.substr(0, eq)] = value.substr(eq + 1);
+    } else if (TakeVar(args, i, vars, error)) {
+      // a bad binding is in `error`, reported below
     } else if (!args[i].empty() && args[i][0] == '-') {
       return UsageError("pack: unknown option `" + args[i] + "`");
     } else if (input_arg.empty()) {

@@ -76,13 +76,8 @@ int Run(const Args& args) {
       return 0;
     };
     int64_t n = 0;
-    if (TakeValue(args, i, "--var", value, error)) {
+    if (TakeVar(args, i, vars, error)) {
       if (!error.empty()) return UsageError(error);
-      size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return UsageError("--var needs NAME=VALUE, got `" + value + "`");
-      }
-      vars[value.substr(0, eq)] = value.substr(eq + 1);
     } else if (TakeValue(args, i, "--batches", value, error)) {
       if (!error.empty()) return UsageError(error);
       if (int rc = int_flag("--batches", batches, 1)) return rc;

@@ -46,13 +46,8 @@ int Tune(const Args& args) {
       std::cout << UsageText();
       return 0;
     }
-    if (TakeValue(args, i, "--var", value, error)) {
+    if (TakeVar(args, i, vars, error)) {
       if (!error.empty()) return UsageError(error);
-      size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return UsageError("--var needs NAME=VALUE, got `" + value + "`");
-      }
-      vars[value.substr(0, eq)] = value.substr(eq + 1);
       continue;
     }
     if (TakeValue(args, i, "--profile", profile_path, error) ||
