@@ -1,9 +1,9 @@
 #include "pack/pack_input.h"
 
-#include <cstdlib>
+#include <unistd.h>
+
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <string_view>
 
 #include "compiler/spec/diagnostics.h"
 #include "compiler/spec/spec.h"
@@ -17,28 +17,21 @@ namespace fs = std::filesystem;
 
 Result<PackInput> InputFromSpec(const std::string& path,
                                 const std::map<std::string, std::string>& vars) {
-  std::ifstream in(path);
-  if (!in) return MakeError(ErrorCode::kNotFound, "cannot read spec " + path);
-  std::stringstream text;
-  text << in.rdbuf();
   Diagnostics diags;
-  Spec spec = ParseSpecText(text.str(), path, diags);
+  Spec spec = ParseSpecFile(path, diags);  // bounded read: the spec limits apply
   if (diags.has_errors()) return MakeError(ErrorCode::kInvalidSpec, diags.Render());
   if (spec.source.op == nullptr) return MakeError(ErrorCode::kInvalidSpec, path + ": no source");
   PackInput input{spec.source.op->name, WithDefaults(spec.source.op->params, spec.source.params)};
+  // ${NAME} binds from `vars`, else from the environment, as a shell would.
+  std::map<std::string, std::string> all;
+  for (char** env = environ; *env != nullptr; ++env) {
+    const std::string_view entry(*env);
+    const size_t eq = entry.find('=');
+    if (eq != std::string_view::npos) all.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  for (const auto& [name, value] : vars) all[name] = value;
   for (auto& [name, value] : input.params) {
     if (!std::holds_alternative<std::string>(value.value)) continue;
-    std::map<std::string, std::string> all = vars;
-    // Unbound names fall back to the environment, as a shell would.
-    for (size_t p = value.AsString().find("${"); p != std::string::npos;
-         p = value.AsString().find("${", p + 2)) {
-      const size_t end = value.AsString().find('}', p);
-      if (end == std::string::npos) break;
-      const std::string var = value.AsString().substr(p + 2, end - p - 2);
-      if (!all.contains(var)) {
-        if (const char* env = std::getenv(var.c_str())) all[var] = env;
-      }
-    }
     auto bound = BindVariables(value.AsString(), all, "source." + name);
     if (!bound) return std::unexpected(bound.error());
     value.value = *bound;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "pack/shrink.h"
+#include "runtime/sources/tar/index_store.h"
 #include "runtime/sources/tar/shard_index.h"
 #include "runtime/sources/tar/tar_format.h"
 
@@ -36,7 +37,11 @@ struct PreparedSample {
   }
 };
 
-uint64_t TarBytes(uint64_t size) { return 512 + (size + 511) / 512 * 512; }
+// A member's bytes in a tar file: its header block, then its data padded to
+// whole blocks (tar::Writer writes one header per member: names are short).
+uint64_t TarBytes(uint64_t size) {
+  return tar::kBlockSize + (size + tar::kBlockSize - 1) / tar::kBlockSize * tar::kBlockSize;
+}
 
 std::string Key(uint64_t index) {
   char key[32];
@@ -80,11 +85,24 @@ void Prepare(const Source& source, uint64_t index, const PackOptions& options,
     return;
   }
   out.read_size = *n;
+  // The index holds a 32-bit size and label (with sentinels): refuse what
+  // does not fit before any work.
+  const int64_t label = source.label(index);
+  if (label <= int64_t{tar::SampleRecord::kCorruptTail} ||
+      label > std::numeric_limits<int32_t>::max()) {
+    out.error = Error{ErrorCode::kInvalidArgument,
+                      "label " + std::to_string(label) + " does not fit the index"};
+    return;
+  }
+  if (out.read_size >= tar::SampleRecord::kImageTooLarge) {
+    out.error = Error{ErrorCode::kInvalidArgument, "image of 4 GiB or more"};
+    return;
+  }
+  const std::string name = source.SampleName(index);
   std::span<const uint8_t> bytes(out.read.data(), out.read_size);
-  nlohmann::json meta = {{"path", RelativeName(source.SampleName(index), options.source_path)},
-                         {"label", source.label(index)}};
+  nlohmann::json meta = {{"path", RelativeName(name, options.source_path)}, {"label", label}};
   const ImageFormat format = SniffImageFormat(bytes);
-  out.ext = format == ImageFormat::kUnknown ? NameExtension(source.SampleName(index))
+  out.ext = format == ImageFormat::kUnknown ? NameExtension(name)
                                             : std::string(ImageFormatExtension(format));
   if (options.max_side > 0) {
     auto shrunk = ShrinkToMaxSide(bytes, options.max_side, options.quality, out.shrunk);
@@ -189,13 +207,11 @@ class ShardSink {
 };
 
 Status CheckOptions(const PackOptions& options) {
-  if (options.out_dir.empty())
-    return MakeError(ErrorCode::kInvalidArgument, "no output directory");
+  if (options.out_dir.empty()) return MakeError(ErrorCode::kInvalidArgument, "no output directory");
   if (options.shard_size < 4096) {
-    return MakeError(
-        ErrorCode::kInvalidArgument,
-        "shard size " + std::to_string(options.shard_size) + " bytes is too small",
-        "use at least 4 KiB; WebDataset suggests 100 MB to 1 GB");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "shard size " + std::to_string(options.shard_size) + " bytes is too small",
+                     "use at least 4 KiB; WebDataset suggests 100 MB to 1 GB");
   }
   if (options.quality < 1 || options.quality > 100) {
     return MakeError(ErrorCode::kInvalidArgument, "--quality must be in 1..100");
@@ -208,8 +224,7 @@ Status CheckOptions(const PackOptions& options) {
   }
   fs::create_directories(options.out_dir, ec);
   if (ec)
-    return MakeError(ErrorCode::kIo,
-                     "cannot create " + options.out_dir + ": " + ec.message());
+    return MakeError(ErrorCode::kIo, "cannot create " + options.out_dir + ": " + ec.message());
   return {};
 }
 
@@ -237,20 +252,12 @@ Result<PackSummary> PackSource(const Source& source, const PackOptions& options)
     for (size_t k = 0; k < count; ++k) {
       const uint64_t i = first + k;
       const PreparedSample& s = window[k];
-      const int64_t label = source.label(i);
-      if (!s.error && (label < int64_t{tar::SampleRecord::kCorruptTail} + 1 ||
-                       label > std::numeric_limits<int32_t>::max())) {
-        window[k].error = Error{ErrorCode::kInvalidArgument,
-                                "label " + std::to_string(label) + " does not fit the index"};
-      } else if (!s.error && s.image().size() >= tar::SampleRecord::kImageTooLarge) {
-        window[k].error = Error{ErrorCode::kInvalidArgument, "image of 4 GiB or more"};
-      }
       if (s.error) {
         skipped.push_back(
             {{"sample", i}, {"name", source.SampleName(i)}, {"reason", s.error->message}});
         ++summary.skipped;
       } else {
-        SLUICE_RETURN_IF_ERROR(sink.Add(i, s, label));
+        SLUICE_RETURN_IF_ERROR(sink.Add(i, s, source.label(i)));
         ++summary.samples;
         summary.resized += s.resized ? 1 : 0;
       }
@@ -262,7 +269,7 @@ Result<PackSummary> PackSource(const Source& source, const PackOptions& options)
     return MakeError(ErrorCode::kInvalidArgument, "no sample could be read",
                      "see the manifest's \"skipped\" list");
   }
-  SLUICE_RETURN_IF_ERROR(index.Write((fs::path(options.out_dir) / kPackIndexFile).string()));
+  SLUICE_RETURN_IF_ERROR(index.Write((fs::path(options.out_dir) / tar::kPackIndexName).string()));
   summary.shards = sink.names();
   summary.bytes = sink.bytes();
 
@@ -272,7 +279,7 @@ Result<PackSummary> PackSource(const Source& source, const PackOptions& options)
       {"samples", summary.samples},
       {"class_names", source.class_names()},
       {"shards", shards},
-      {"index", kPackIndexFile},
+      {"index", tar::kPackIndexName},
       {"fields", {{"image", "jpg or png (by content)"}, {"label", "cls"}, {"metadata", "json"}}},
       {"options",
        {{"source", {{"format", options.source_format}, {"path", options.source_path}}},

@@ -9,7 +9,8 @@
 //                          source's order; a shard is closed before a sample
 //                          that would take it past shard_size (a shard holds
 //                          at least one sample).
-//   index.sluice           the tar_shards index (runtime/sources/tar/shard_index.h)
+//   index.sluice           the tar_shards index (its name: tar::kPackIndexName;
+//                          its format: runtime/sources/tar/shard_index.h)
 //   manifest.json          sample and shard counts, class names, each shard's
 //                          sample count, bytes and SHA-256, the options used,
 //                          and the samples skipped with their reasons.
@@ -61,8 +62,8 @@ Result<PackSummary> PackSource(const Source& source, const PackOptions& options)
 // or "iB", binary multiples). Errors: kInvalidArgument naming the text.
 Result<uint64_t> ParseByteSize(const std::string& text);
 
-// The names pack writes.
-inline constexpr const char* kPackIndexFile = "index.sluice";
+// The manifest's name. The index is tar::kPackIndexName
+// (runtime/sources/tar/index_store.h): the name tar_shards looks for.
 inline constexpr const char* kPackManifestFile = "manifest.json";
 
 }  // namespace sluice::runtime

@@ -16,14 +16,16 @@
 namespace sluice::runtime {
 namespace {
 
-// The decode_image decoder with its defaults (EXIF orientation applied, RGB).
-const Decoder& ImageDecoderWithDefaults() {
-  static const std::unique_ptr<Decoder> decoder = [] {
+// The decode_image decoder with its defaults (EXIF orientation applied, RGB,
+// the default max_pixels), made once; null if this build lacks it.
+const Decoder* ImageDecoderWithDefaults() {
+  static const std::unique_ptr<Decoder> decoder = []() -> std::unique_ptr<Decoder> {
     const OpDef* op = FindOp("decode_image");
+    if (op == nullptr) return nullptr;
     auto made = MakeDecoder("decode_image", WithDefaults(op->params, {}));
     return made ? std::move(*made) : nullptr;
   }();
-  return *decoder;
+  return decoder.get();
 }
 
 // Longer side -> max_side, the shorter scaled to match (rounded, at least 1).
@@ -59,8 +61,7 @@ Status EncodeJpeg(const std::vector<uint8_t>& rgb, int w, int h, int quality,
                              TJFLAG_ACCURATEDCT);
   Status status;
   if (rc != 0) {
-    status =
-        MakeError(ErrorCode::kIo, std::string("JPEG encode failed: ") + tjGetErrorStr2(tj));
+    status = MakeError(ErrorCode::kIo, std::string("JPEG encode failed: ") + tjGetErrorStr2(tj));
   } else {
     out.assign(jpeg, jpeg + size);
   }
@@ -87,8 +88,7 @@ Status EncodePng(const std::vector<uint8_t>& rgb, int w, int h, std::vector<uint
   int error = 0;
   void* png = spng_get_png_buffer(ctx.get(), &size, &error);
   if (png == nullptr) {
-    return MakeError(ErrorCode::kIo,
-                     std::string("PNG encode failed: ") + spng_strerror(error));
+    return MakeError(ErrorCode::kIo, std::string("PNG encode failed: ") + spng_strerror(error));
   }
   const uint8_t* bytes = static_cast<const uint8_t*>(png);
   out.assign(bytes, bytes + size);
@@ -125,7 +125,11 @@ Result<ShrinkResult> ShrinkToMaxSide(std::span<const uint8_t> bytes, int max_sid
   if (format == ImageFormat::kUnknown) {
     return MakeError(ErrorCode::kCorruptData, "not a JPEG or PNG file (by its first bytes)");
   }
-  const Decoder& decoder = ImageDecoderWithDefaults();
+  const Decoder* found = ImageDecoderWithDefaults();
+  if (found == nullptr) {
+    return MakeError(ErrorCode::kInternal, "the decode_image decoder is missing from this build");
+  }
+  const Decoder& decoder = *found;
   auto header = decoder.ReadHeader(bytes);
   if (!header) return std::unexpected(header.error());
   ShrinkResult result;

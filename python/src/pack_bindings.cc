@@ -10,6 +10,7 @@
 
 #include "pack/pack_input.h"
 #include "pack/packer.h"
+#include "runtime/sources/tar/index_store.h"
 #include "python/src/error_dict.h"
 #include "runtime/sources/source_registry.h"
 
@@ -49,7 +50,7 @@ py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
   d["resized"] = summary->resized;
   d["bytes"] = summary->bytes;
   d["shards"] = summary->shards;
-  d["index"] = runtime::kPackIndexFile;
+  d["index"] = runtime::tar::kPackIndexName;
   d["manifest"] = runtime::kPackManifestFile;
   return d;
 }

@@ -10,6 +10,7 @@
 
 #include "runtime/sources/file_list_source.h"
 #include "runtime/sources/image_folder_source.h"
+#include "runtime/sources/tar/index_store.h"
 #include "runtime/sources/tar/shard_index.h"
 #include "tests/runtime/loader/loader_test_util.h"
 #include "tests/runtime/test_tmpdir.h"
@@ -100,7 +101,7 @@ TEST_F(PackTest, WritesShardsIndexAndManifestOtherToolsRead) {
   EXPECT_EQ(meta["label"], 0);
 
   // The index points at each sample's image bytes.
-  auto index = tar::ShardIndex::Load((out / kPackIndexFile).string());
+  auto index = tar::ShardIndex::Load((out / tar::kPackIndexName).string());
   ASSERT_TRUE(index.has_value()) << index.error().ToString();
   ASSERT_EQ(index->records().size(), 30u);
   ASSERT_EQ(index->num_shards(), summary->shards.size());
