@@ -79,19 +79,5 @@ for ((round = 1; round <= ROUNDS; ++round)); do
   run folder "$WORK/folder.plan" "$WORK/folder"
   run shards "$WORK/shards.plan" "$WORK/shards"
 done
-/usr/bin/python3 - "$LOG" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    if line.startswith("#") or line.startswith("INDEX_BUILD"):
-        print(line.strip())
-    if line.startswith("RESULT "):
-        parts = line.split()
-        runs.setdefault(parts[1], []).append(dict(p.split("=", 1) for p in parts[2:]))
-print("\n| source | first batch (median s) | range | RSS at first batch (median MB) |")
-print("|---|---|---|---|")
-for name, rs in runs.items():
-    fb = [float(r["first_batch_s"]) for r in rs]
-    rss = [float(r["first_batch_rss_mb"]) for r in rs]
-    print(f"| {name} | {statistics.median(fb):.3f} | {min(fb):.3f}-{max(fb):.3f} | {statistics.median(rss):.0f} |")
-PY
+grep "^INDEX_BUILD" "$LOG" >&2
+/usr/bin/python3 bench/shards/summarize.py --first-batch "$LOG"

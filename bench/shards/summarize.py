@@ -8,24 +8,36 @@ then issue 15's targets (shards >= 1.15x the folder warm, and more than that
 cold).
 
     bench/shards/summarize.py build-bench/shards/results.log
+    bench/shards/summarize.py --first-batch build-bench/scale/results.log   (scale.sh)
 """
 
+import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from summarize import parse  # noqa: E402  (bench/e2e/summarize.py: the RESULT log format)
+
+
+def first_batch(path):
+    """scale.sh's table: time to the first batch and RSS then, per source."""
+    runs, _, header = parse(path)
+    for h in header:
+        print(h)
+    print("\n| source | first batch (median s) | range | RSS at first batch (median MB) |")
+    print("|---|---|---|---|")
+    for name, rs in runs.items():
+        fb = [float(r["first_batch_s"]) for r in rs]
+        rss = [float(r["first_batch_rss_mb"]) for r in rs]
+        print(f"| {name} | {statistics.median(fb):.3f} | {min(fb):.3f}-{max(fb):.3f} "
+              f"| {statistics.median(rss):.0f} |")
+
 
 def main():
-    runs, header, loads = {}, [], []
-    with open(sys.argv[1]) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("#"):
-                header.append(line[1:].strip())
-            elif line.startswith("LOAD "):
-                loads.append(float(line.split()[1]))
-            elif line.startswith("RESULT "):
-                parts = line.split()
-                runs.setdefault(parts[1], []).append(dict(p.split("=", 1) for p in parts[2:]))
+    if sys.argv[1] == "--first-batch":
+        first_batch(sys.argv[2])
+        return
+    runs, loads, header = parse(sys.argv[1])
     for h in header:
         print(h)
     if loads:
