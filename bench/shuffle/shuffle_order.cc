@@ -81,13 +81,8 @@ int main(int argc, char** argv) {
     } else if (flag == "--batch") {
       c.batch_size = ParseU64(argv[i - 1], v);
     } else if (flag == "--order") {
-      std::string o = v;
-      if (o == "shard_shuffle") {
-        c.order = SampleOrder::kShardShuffle;
-      } else if (o == "shuffle") {
-        c.order = SampleOrder::kShuffle;
-      } else if (o == "sequential") {
-        c.order = SampleOrder::kSequential;
+      if (auto order = sluice::runtime::ParseSampleOrder(v)) {
+        c.order = *order;
       } else {
         Usage("--order is shard_shuffle, shuffle or sequential");
       }

@@ -5,6 +5,7 @@
 #include "runtime/exec/loader_config.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "ops/registry.h"
@@ -256,12 +257,8 @@ Status ResolveSampling(const Plan& p, const LoaderOptions& options, const Loader
   SamplerConfig& config = c.sampler;
   config.seed = c.seed;
   const std::string order = StringOr(s, "order", "shuffle");
-  if (order == "shuffle") {
-    config.order = SampleOrder::kShuffle;
-  } else if (order == "sequential") {
-    config.order = SampleOrder::kSequential;
-  } else if (order == "shard_shuffle") {
-    config.order = SampleOrder::kShardShuffle;
+  if (std::optional<SampleOrder> parsed = ParseSampleOrder(order)) {
+    config.order = *parsed;
   } else {
     return MakeError(ErrorCode::kInvalidSpec, c.where + ": unknown sampling order '" + order + "'",
                      "use shuffle, shard_shuffle or sequential");

@@ -9,6 +9,13 @@
 
 namespace sluice::runtime {
 
+std::optional<SampleOrder> ParseSampleOrder(std::string_view name) {
+  if (name == "shuffle") return SampleOrder::kShuffle;
+  if (name == "sequential") return SampleOrder::kSequential;
+  if (name == "shard_shuffle") return SampleOrder::kShardShuffle;
+  return std::nullopt;
+}
+
 namespace {
 
 // Streams rank r's slice of S (see the header): the samples of the shards in

@@ -33,9 +33,9 @@
 //  4. batches_per_rank follows the same rules as above. drop: the rank outputs
 //     the first floor(n / (W b)) * b steps (<= L_r); the samples of its slice
 //     not output by then (still in the buffer or unread) are dropped, fewer
-//     than W * b over all ranks, different ones each epoch. pad: after its L_r samples, local position p >= L_r repeats
-//     local position p mod L_r (the start of the rank's own order); a rank
-//     with an empty slice (only when n < W) repeats S[r mod n].
+//     than W * b over all ranks, different ones each epoch. pad: after its L_r samples, local
+//     position p >= L_r repeats local position p mod L_r (the start of the rank's own order); a
+//     rank with an empty slice (only when n < W) repeats S[r mod n].
 // The rank's order is materialized once per epoch (EpochSampler::Epoch) into
 // a compact array (uint32 indices when n < 2^32): O(n / W) time and memory,
 // then O(1) per position, so resuming from (epoch, position) recomputes the
@@ -47,7 +47,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "runtime/sampling/permutation.h"
@@ -56,6 +58,9 @@
 namespace sluice::runtime {
 
 enum class SampleOrder { kShuffle, kSequential, kShardShuffle };
+// The order named `name` in a spec ("shuffle", "sequential", "shard_shuffle"),
+// or nullopt for any other name.
+std::optional<SampleOrder> ParseSampleOrder(std::string_view name);
 enum class Remainder { kDrop, kPad };
 
 struct SamplerConfig {

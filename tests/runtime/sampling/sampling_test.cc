@@ -5,6 +5,7 @@
 
 #include "runtime/sampling/epoch_sampler.h"
 #include "runtime/sampling/permutation.h"
+#include "tests/runtime/sampling/resume_check.h"
 
 namespace sluice::runtime {
 namespace {
@@ -188,27 +189,17 @@ TEST(EpochSampler, ResumeAtAnyPositionEqualsContinuing) {
   c.rank = 2;
   auto s = EpochSampler::Create(c);
   ASSERT_TRUE(s.has_value());
-  const uint64_t per_epoch = s->samples_per_rank();
-  ASSERT_EQ(per_epoch, 32u);  // floor(103 / 12) = 8 batches of 4
-  // The uninterrupted stream over 3 epochs.
-  std::vector<uint64_t> stream;
-  SamplerPosition at;
-  for (uint64_t k = 0; k < 3 * per_epoch; ++k) {
-    stream.push_back(s->IndexAt(at));
-    at = s->Advance(at, 1);
-  }
-  EXPECT_EQ(at, (SamplerPosition{3, 0}));
-  // Resuming from any saved (epoch, position) — with a fresh sampler — continues it.
-  for (uint64_t k : {0ull, 1ull, 31ull, 32ull, 33ull, 70ull, 95ull}) {
-    auto fresh = EpochSampler::Create(c);
-    SamplerPosition resume = s->Advance(SamplerPosition{}, k);
-    EXPECT_EQ(resume.epoch, k / per_epoch);
-    EXPECT_EQ(resume.position, k % per_epoch);
-    for (uint64_t m = k; m < stream.size(); ++m) {
-      ASSERT_EQ(fresh->IndexAt(resume), stream[m]) << "resumed at " << k;
-      resume = fresh->Advance(resume, 1);
-    }
-  }
+  ASSERT_EQ(s->samples_per_rank(), 32u);  // floor(103 / 12) = 8 batches of 4
+  // Resuming from any saved (epoch, position) — with a fresh sampler — continues
+  // the uninterrupted stream over 3 epochs.
+  ExpectResumeContinues(c, {0, 1, 31, 32, 33, 70, 95});
+}
+
+TEST(EpochSampler, ParseSampleOrderNamesTheSpecOrders) {
+  EXPECT_EQ(ParseSampleOrder("shuffle"), SampleOrder::kShuffle);
+  EXPECT_EQ(ParseSampleOrder("sequential"), SampleOrder::kSequential);
+  EXPECT_EQ(ParseSampleOrder("shard_shuffle"), SampleOrder::kShardShuffle);
+  EXPECT_EQ(ParseSampleOrder("shufle"), std::nullopt);
 }
 
 TEST(EpochSampler, RejectsBadConfig) {
