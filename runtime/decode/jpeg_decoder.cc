@@ -101,9 +101,9 @@ JpegColorSpace ToColorSpace(J_COLOR_SPACE cs) {
   }
 }
 
-// Outcome of the libjpeg-calling body; on anything but kOk, `message` in the
-// error manager says why.
-enum class BodyStatus { kOk, kCorrupt, kBadRequest };
+// Outcome of the libjpeg-calling body; on kCorrupt and kBadRequest, `message`
+// in the error manager says why (kOverPixelLimit: cinfo's image size does).
+enum class BodyStatus { kOk, kCorrupt, kBadRequest, kOverPixelLimit };
 
 inline uint8_t Mul255(int a, int b) { return static_cast<uint8_t>((a * b + 127) / 255); }
 
@@ -138,14 +138,8 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
                   static_cast<long long>(w), static_cast<long long>(h), kMaxJpegSide);
     return BodyStatus::kCorrupt;
   }
-  if (w * h > req.max_pixels) {
-    std::snprintf(msg, JMSG_LENGTH_MAX,
-                  "image %lldx%lld (%lld pixels) exceeds the pixel limit max_pixels=%lld (a "
-                  "decompression bomb, or raise the decode op's max_pixels)",
-                  static_cast<long long>(w), static_cast<long long>(h),
-                  static_cast<long long>(w * h), static_cast<long long>(req.max_pixels));
-    return BodyStatus::kCorrupt;
-  }
+  // The caller words it with CheckPixelLimit (no std::string here: longjmp).
+  if (w * h > req.max_pixels) return BodyStatus::kOverPixelLimit;
 
   PixelRect crop{0, 0, static_cast<int>(w), static_cast<int>(h)};
   if (req.crop) {
@@ -273,7 +267,11 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
     status = DecodeBody(d, data, request, out, region);
   }
   // Reached normally or by longjmp (status then still kCorrupt).
+  const int64_t width = d.cinfo.image_width, height = d.cinfo.image_height;
   jpeg_destroy_decompress(&d.cinfo);
+  if (status == BodyStatus::kOverPixelLimit) {
+    return std::unexpected(CheckPixelLimit("JPEG", width, height, request.max_pixels).error());
+  }
   if (status == BodyStatus::kBadRequest) {
     return MakeError(ErrorCode::kInvalidArgument, std::string("JPEG decode: ") + d.err.message);
   }

@@ -180,10 +180,9 @@ Status ReadChains(const Resolver& r, const PlanDocument& doc, Plan::Impl& plan) 
   return Ok();
 }
 
-// kernels.so: present, unchanged, loadable, with a target this CPU runs; and
-// each chain's kernels looked up.
-// Checks kernels.so against plan.json's hash; then, when `load`, checks the
-// CPU and dlopens it (running its initialisers: machine code from the plan).
+// kernels.so: present and unchanged (plan.json's hash); then, when `load`,
+// with a target this CPU runs, dlopened (running its initialisers: machine
+// code from the plan) and each chain's kernels looked up.
 Status OpenKernels(const Resolver& r, const std::string& where, const fs::path& dir,
                    Plan::Impl& plan, bool load) {
   std::error_code ec;

@@ -13,6 +13,8 @@
 namespace sluice::runtime {
 namespace {
 
+using testing::Crc32;
+
 std::vector<uint8_t> EncodeRgbJpeg(int w, int h) {
   std::vector<unsigned char> px(size_t(w) * h * 3);
   for (int y = 0; y < h; ++y)
@@ -130,15 +132,6 @@ std::vector<uint8_t> JpegClaiming(std::vector<uint8_t> jpg, int w, int h) {
   }
   ADD_FAILURE() << "no SOF0";
   return jpg;
-}
-
-uint32_t Crc32(const uint8_t* p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-  }
-  return c ^ 0xFFFFFFFFu;
 }
 
 void AppendU32(std::vector<uint8_t>& v, uint32_t x) {

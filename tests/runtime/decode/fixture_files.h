@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -36,6 +37,17 @@ inline void ExpectWholeImageDecoded(const DecodedRegion& region, int width, int 
   EXPECT_EQ(region.scale_denom, 1);
   EXPECT_EQ(region.decoded, (PixelRect{0, 0, width, height}));
   EXPECT_EQ(region.crop_in_buffer, crop);
+}
+
+// The CRC-32 (zlib's, as PNG chunks carry) of `n` bytes at `p`, for tests
+// that build or damage PNG chunks.
+inline uint32_t Crc32(const uint8_t* p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return c ^ 0xFFFFFFFFu;
 }
 
 }  // namespace sluice::runtime::testing

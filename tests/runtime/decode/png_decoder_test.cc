@@ -14,6 +14,7 @@
 namespace sluice::runtime {
 namespace {
 
+using testing::Crc32;
 using testing::CropRequest;
 using testing::ExpectWholeImageDecoded;
 using testing::ReadFixture;
@@ -123,15 +124,6 @@ TEST(PngDecoderTest, ReusesTheBuffer) {
 }
 
 // ---- damaged files -------------------------------------------------------------
-
-uint32_t Crc32(const uint8_t* p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-  }
-  return c ^ 0xFFFFFFFFu;
-}
 
 void PutU32(std::vector<uint8_t>& v, size_t at, uint32_t x) {
   for (int i = 0; i < 4; ++i) v[at + i] = static_cast<uint8_t>(x >> (24 - 8 * i));

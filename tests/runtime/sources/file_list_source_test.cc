@@ -65,13 +65,17 @@ TEST(FileListContainment, DotDotThatStaysInsideIsAccepted) {
   EXPECT_EQ((*src)->SampleName(0), (dir.path() / "root/sub/../b.jpg").string());
 }
 
+// UseRealpathFallbackForTesting(on) for its lifetime, off again after (also
+// when an ASSERT returns early).
+struct ScopedRealpathFallback {
+  explicit ScopedRealpathFallback(bool on) { UseRealpathFallbackForTesting(on); }
+  ~ScopedRealpathFallback() { UseRealpathFallbackForTesting(false); }
+};
+
 // Symlinks under the root: followed while their target stays under it; one
 // leading outside (relative or absolute) fails that sample's read, naming it.
 void CheckSymlinks(bool realpath_fallback) {
-  struct Fallback {
-    explicit Fallback(bool on) { UseRealpathFallbackForTesting(on); }
-    ~Fallback() { UseRealpathFallbackForTesting(false); }
-  } fallback(realpath_fallback);
+  ScopedRealpathFallback fallback(realpath_fallback);
   TempDir dir;
   dir.Write("root/sub/in.jpg", "IN");
   dir.Write("outside.jpg", "OUT");
@@ -151,12 +155,14 @@ TEST(FileListContainment, FifoIsAnErrorNotAHang) {
   ASSERT_EQ(::mkfifo((dir.path() / "root/pipe.jpg").c_str(), 0600), 0);
   const std::string list = dir.Write("root/list.csv", "path,label\npipe.jpg,0\n");
   for (bool fallback : {false, true}) {
-    UseRealpathFallbackForTesting(fallback);
-    auto src = FileListSource::Open(list);
-    ASSERT_TRUE(src.has_value());
     std::vector<uint8_t> buf;
-    auto r = (*src)->Read(0, buf);
-    UseRealpathFallbackForTesting(false);
+    Result<size_t> r = 0;
+    {
+      ScopedRealpathFallback scoped(fallback);
+      auto src = FileListSource::Open(list);
+      ASSERT_TRUE(src.has_value());
+      r = (*src)->Read(0, buf);
+    }
     ASSERT_FALSE(r.has_value());
     EXPECT_EQ(r.error().code, ErrorCode::kIo);
     EXPECT_NE(r.error().message.find("not a regular file"), std::string::npos) << r.error().message;
