@@ -83,7 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckIndex(*back);
     for (size_t i = 0; i < records->size(); ++i) {
       const SampleRecord& r = (*records)[i];
-      if (back->records()[i].offset != r.offset || back->records()[i].label != r.label) {
+      if (back->records()[i].offset != r.offset || back->records()[i].size != r.size ||
+          back->records()[i].label != r.label) {
         std::abort();
       }
       (void)DescribeBadRecord(r, mapping);

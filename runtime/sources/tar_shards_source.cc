@@ -186,12 +186,10 @@ std::string TarShardSource::SampleName(size_t i) const {
   if (r.corrupt_tail()) return s.name + "@" + std::to_string(r.offset);
   uint8_t header[tar::kBlockSize];
   const uint64_t at = r.offset - tar::kBlockSize;
-  ssize_t n;
-  do {
-    n = ::pread(s.fd, header, sizeof(header), static_cast<off_t>(at));
-  } while (n < 0 && errno == EINTR);
-  const std::string name =
-      n == static_cast<ssize_t>(sizeof(header)) ? tar::HeaderName(header) : std::string();
+  const std::string name = tar::PreadFull(s.fd, header, sizeof(header), at) ==
+                                   static_cast<int64_t>(sizeof(header))
+                               ? tar::HeaderName(header)
+                               : std::string();
   if (name.empty()) return s.name + "@" + std::to_string(at);
   return s.name + ":" + std::string(tar::SplitKey(name).first);
 }

@@ -173,17 +173,12 @@ Result<std::vector<SampleRecord>> BuildShardRecords(int fd, uint64_t file_size,
       label_text.assign(reinterpret_cast<const char*>(m.head.data()), m.head.size());
     } else {
       label_text.resize(m.size);
-      uint64_t got = 0;
-      while (got < m.size) {
-        ssize_t n = ::pread(fd, label_text.data() + got, m.size - got,
-                            static_cast<off_t>(m.data_offset + got));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          return MakeError(ErrorCode::kIo,
-                           std::string(shard_name) + ": cannot read member '" + m.name +
-                               "': " + (n < 0 ? ErrnoText() : "the file ended early"));
-        }
-        got += static_cast<uint64_t>(n);
+      const int64_t got = PreadFull(fd, label_text.data(), m.size, m.data_offset);
+      if (got < 0 || static_cast<uint64_t>(got) < m.size) {
+        return MakeError(ErrorCode::kIo, std::string(shard_name) + ": cannot read member '" +
+                                             m.name + "': " +
+                                             (got < 0 ? std::strerror(static_cast<int>(-got))
+                                                      : "the file ended early"));
       }
     }
     rec.label = ParseLabel(label_text);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -107,17 +108,11 @@ class WindowReader {
   Status Get(uint64_t pos, uint64_t n, const uint8_t*& out) {
     if (pos < start_ || pos + n > start_ + len_) {
       const uint64_t want = std::min<uint64_t>(kWindow, file_size_ - pos);
-      uint64_t got = 0;
-      while (got < want) {
-        ssize_t r = ::pread(fd_, buf_.data() + got, want - got, static_cast<off_t>(pos + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return MakeError(ErrorCode::kIo, std::strerror(errno));
-        if (r == 0) break;
-        got += static_cast<uint64_t>(r);
-      }
+      const int64_t got = PreadFull(fd_, buf_.data(), want, pos);
+      if (got < 0) return MakeError(ErrorCode::kIo, std::strerror(static_cast<int>(-got)));
       start_ = pos;
-      len_ = got;
-      if (got < n) return MakeError(ErrorCode::kCorruptData, "the file ended early");
+      len_ = static_cast<uint64_t>(got);
+      if (len_ < n) return MakeError(ErrorCode::kCorruptData, "the file ended early");
     }
     out = buf_.data() + (pos - start_);
     return Ok();
@@ -132,13 +127,10 @@ class WindowReader {
   // Reads [pos, pos + n) into `out` (any n). Fails as Get.
   Status ReadInto(uint64_t pos, uint64_t n, std::string& out) {
     out.resize(n);
-    uint64_t got = 0;
-    while (got < n) {
-      ssize_t r = ::pread(fd_, out.data() + got, n - got, static_cast<off_t>(pos + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return MakeError(ErrorCode::kIo, std::strerror(errno));
-      if (r == 0) return MakeError(ErrorCode::kCorruptData, "the file ended early");
-      got += static_cast<uint64_t>(r);
+    const int64_t got = PreadFull(fd_, out.data(), n, pos);
+    if (got < 0) return MakeError(ErrorCode::kIo, std::strerror(static_cast<int>(-got)));
+    if (static_cast<uint64_t>(got) < n) {
+      return MakeError(ErrorCode::kCorruptData, "the file ended early");
     }
     return Ok();
   }
@@ -149,6 +141,16 @@ class WindowReader {
   std::vector<uint8_t> buf_;
   uint64_t start_ = 0, len_ = 0;
 };
+
+// Decimal digits only (no sign, no spaces), all of `text`; nullopt when empty,
+// malformed or over 2^64 - 1.
+std::optional<uint64_t> ParseDecimal(std::string_view text) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
 
 // Pending values from GNU long-name and pax headers for the next member.
 struct Pending {
@@ -163,11 +165,9 @@ bool ParsePax(std::string_view data, Pending& pending) {
   while (!data.empty()) {
     size_t sp = data.find(' ');
     if (sp == std::string_view::npos || sp == 0 || sp > 20) return false;
-    uint64_t len = 0;
-    for (size_t i = 0; i < sp; ++i) {
-      if (data[i] < '0' || data[i] > '9') return false;
-      len = len * 10 + static_cast<uint64_t>(data[i] - '0');
-    }
+    auto parsed = ParseDecimal(data.substr(0, sp));
+    if (!parsed) return false;
+    const uint64_t len = *parsed;
     if (len <= sp + 1 || len > data.size() || data[len - 1] != '\n') return false;
     std::string_view record = data.substr(sp + 1, len - sp - 2);
     size_t eq = record.find('=');
@@ -176,13 +176,10 @@ bool ParsePax(std::string_view data, Pending& pending) {
     if (key == "path") {
       pending.pax_path = std::string(value);
     } else if (key == "size") {
-      if (value.empty() || value.size() > 19) return false;
-      uint64_t v = 0;
-      for (char c : value) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + static_cast<uint64_t>(c - '0');
-      }
-      pending.pax_size = v;
+      if (value.size() > 19) return false;
+      auto v = ParseDecimal(value);
+      if (!v) return false;
+      pending.pax_size = *v;
     }
     data.remove_prefix(len);
   }
@@ -367,6 +364,19 @@ Status ScanArchive(int fd, uint64_t file_size, std::string_view shard_name,
                    const std::function<Status(const Member&)>& on_member, ScanStop* stop) {
   Scanner scanner(fd, file_size, shard_name, stop);
   return scanner.Run(on_member);
+}
+
+int64_t PreadFull(int fd, void* buf, uint64_t n, uint64_t offset) {
+  auto* out = static_cast<uint8_t*>(buf);
+  uint64_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, out + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -errno;
+    if (r == 0) break;
+    got += static_cast<uint64_t>(r);
+  }
+  return static_cast<int64_t>(got);
 }
 
 std::pair<std::string_view, std::string_view> SplitKey(std::string_view member_name) {
