@@ -12,7 +12,7 @@ import pytest
 
 import sluice
 
-from conftest import EVAL_SPEC, FAST_TARGETS, NUM_IMAGES, dataset_files
+from conftest import EVAL_SPEC, FAST_TARGETS, NUM_IMAGES, dataset_files, require_module
 
 
 def labelled_files(root):
@@ -74,8 +74,7 @@ def test_python_tarfile_reads_the_members(packed, dataset):
 
 
 def test_webdataset_reads_the_shards(packed, dataset):
-    # scripts/install_deps.sh installs webdataset; under CI a missing one fails.
-    webdataset = __import__("webdataset") if os.environ.get("CI") else pytest.importorskip("webdataset")
+    webdataset = require_module("webdataset")
     out, info = packed
     files = labelled_files(dataset)
     urls = [os.path.join(out, name) for name in info["shards"]]

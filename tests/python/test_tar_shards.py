@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import sluice
-from conftest import FAST_TARGETS
+from conftest import FAST_TARGETS, require_module
 
-wds = pytest.importorskip("webdataset")
+wds = require_module("webdataset")
 
 CROP = 32
 NUM = 20
