@@ -14,6 +14,9 @@ packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev  # JPEG decode
   libspng-dev              # PNG decode (decode_png, decode_image)
   libssl-dev               # SHA-256 of the shards `sluice pack` writes
+  libcurl4-openssl-dev     # remote shards: HTTP(S) and S3 (SigV4) reads (runtime/remote/)
+  libtinyxml2-dev          # S3 ListObjectsV2 responses (runtime/remote/)
+  chromium                 # the run report's headless-browser test (tests/cli/)
   libtbb-dev               # runtime task arena
   googletest libgtest-dev libgmock-dev   # unit tests
   libbenchmark-dev         # micro benchmarks
@@ -64,12 +67,22 @@ else
   fi
 fi
 
-# Python test packages that Debian does not package, from PyPI: webdataset
-# (tests/python/test_tar_shards.py writes shards with its ShardWriter).
-for pkg in webdataset; do
-  if /usr/bin/python3 -c "import $pkg" 2>/dev/null; then
+# Python packages that Debian does not package, from PyPI:
+#  - webdataset: tests/python/test_tar_shards.py writes shards with its ShardWriter;
+#  - moto[server], boto3: the S3-compatible test server and its uploads (remote tests);
+#  - ray[data]: sluice.ray (an optional extra, `pip install .[ray]`) and its tests.
+# Pinned so that pip keeps Debian's numpy 1.x, which Debian's torch is built
+# against: pyarrow 18+ requires numpy 2, and numpy 2 breaks torch.from_numpy.
+pip_pins=("numpy<2" "pyarrow<18" "pandas<2.3")
+pip_install() {
+  /usr/bin/python3 -m pip install -q --disable-pip-version-check --break-system-packages "$@" "${pip_pins[@]}"
+}
+for spec in "webdataset:webdataset" "moto:moto[server]" "boto3:boto3" "ray.data:ray[data]"; do
+  module="${spec%%:*}"
+  pkg="${spec#*:}"
+  if /usr/bin/python3 -c "import $module" 2>/dev/null; then
     echo "install_deps: Python package $pkg present"
-  elif /usr/bin/python3 -m pip install -q --disable-pip-version-check --break-system-packages "$pkg"; then
+  elif pip_install "$pkg"; then
     echo "install_deps: Python package $pkg installed"
   else
     echo "install_deps: warning: could not install $pkg from PyPI; its tests will be skipped" >&2
