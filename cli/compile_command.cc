@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "common/progress.h"
 #include "compiler/driver/compilation_internal.h"
 #include "compiler/passes/pass.h"
 #include "sluice/compiler.h"
@@ -105,7 +106,11 @@ int Compile(const Args& args) {
     std::cout << EmitSpecYaml(parsed->impl().spec);
     if (!have_plan_out) return 0;
   }
+  // On a terminal, a compile that takes more than a second shows its elapsed time.
+  Progress bar("compile", 0, "s", {.delay_seconds = 1});
+  bar.StartTicker();
   auto compilation = sluice::Compile(options);
+  bar.Finish();
   if (!compilation) {
     std::cerr << compilation.error().ToString() << "\n";
     return 1;
