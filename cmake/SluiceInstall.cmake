@@ -33,9 +33,12 @@ set_target_properties(sluice_shared PROPERTIES
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 add_library(Sluice::runtime ALIAS sluice_shared)
 
-# The CLI finds libHalide (a path outside the system's, e.g. .deps/halide) at
-# its installed place through the RPATH of its link directories.
-set_target_properties(sluice PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+# The installed CLI finds libHalide where the build found it: an RPATH entry
+# when that is outside the system's directories (.deps/halide, PyPI's Halide).
+get_filename_component(SLUICE_HALIDE_LIB_DIR ${SLUICE_HALIDE_LIB} DIRECTORY)
+if(NOT SLUICE_HALIDE_LIB_DIR IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+  set_target_properties(sluice PROPERTIES INSTALL_RPATH ${SLUICE_HALIDE_LIB_DIR})
+endif()
 
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/sluice DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   COMPONENT devel FILES_MATCHING PATTERN "*.h")

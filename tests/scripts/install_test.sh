@@ -7,7 +7,7 @@
 # the one the CLI and the package config report.
 #   install_test.sh BUILD_DIR MAKE_DATASET
 set -euo pipefail
-build=$1 make_dataset=$2
+build=$(cd "$1" && pwd) make_dataset=$2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
