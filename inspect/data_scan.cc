@@ -94,15 +94,19 @@ void Merge(Partial& into, Partial& from) {
   into.megapixels += from.megapixels;
 }
 
+// "512 B", "4 KiB", "1.5 MiB": binary units, so that the power-of-two
+// histogram buckets read as round numbers.
 std::string Human(double bytes) {
   char buf[32];
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
-  while (bytes >= 1000 && u < 4) {
-    bytes /= 1000;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
     ++u;
   }
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  std::snprintf(buf, sizeof buf,
+                u == 0 || bytes == static_cast<int64_t>(bytes) ? "%.0f %s" : "%.1f %s", bytes,
+                units[u]);
   return buf;
 }
 
@@ -321,7 +325,7 @@ std::string DataScan::ToText() const {
     out += "decode cost: no estimate (give --profile HW.yaml from `sluice profile`)\n";
   } else {
     std::snprintf(line, sizeof line,
-                  "decode cost (cost model, %s): %.1f core-seconds for one full-decode epoch, "
+                  "decode cost (cost model, %s): %.3g core-seconds for one full-decode epoch, "
                   "%.2f ms/image, %.1f megapixels\n",
                   profile_machine.c_str(), decode_core_seconds,
                   width.n == 0 ? 0.0 : 1e3 * decode_core_seconds / static_cast<double>(width.n),
