@@ -40,8 +40,11 @@ if(NOT SLUICE_HALIDE_LIB_DIR IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
   set_target_properties(sluice PROPERTIES INSTALL_RPATH ${SLUICE_HALIDE_LIB_DIR})
 endif()
 
+# compiler.h stays out: sluice::Compile is in the static sluice_compiler
+# (Halide, LLVM), not in libsluice.so; an installed prefix compiles plans with
+# bin/sluice (Sluice_EXECUTABLE).
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/sluice DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  COMPONENT devel FILES_MATCHING PATTERN "*.h")
+  COMPONENT devel FILES_MATCHING PATTERN "*.h" PATTERN "compiler.h" EXCLUDE)
 install(TARGETS sluice_shared EXPORT SluiceTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

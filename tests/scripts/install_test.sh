@@ -16,6 +16,8 @@ prefix=$tmp/prefix
 
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
 test -f "$prefix/include/sluice/sluice.h" || fail "no include/sluice/sluice.h"
+test -f "$prefix/include/sluice/types.h" || fail "no include/sluice/types.h"
+test ! -e "$prefix/include/sluice/compiler.h" || fail "compiler.h installed without its library"
 test -f "$prefix/lib/cmake/Sluice/SluiceConfig.cmake" || fail "no SluiceConfig.cmake"
 test -f "$prefix/lib/cmake/Sluice/SluiceConfigVersion.cmake" || fail "no SluiceConfigVersion.cmake"
 ls "$prefix"/lib/libsluice.so* >/dev/null || fail "no libsluice.so"
