@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
   if (verb == "pack") return Pack(rest);
   if (verb == "inspect") return Inspect(rest);
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
-  return UsageError("unknown command `" + verb +
-                    "`; commands: compile, run, profile, tune, pack, inspect, verify, schema, ops, passes, help");
+  return UsageError(
+      "unknown command `" + verb +
+      "`; commands: compile, run, profile, tune, pack, inspect, verify, schema, ops, passes, help");
 }

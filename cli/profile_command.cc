@@ -74,8 +74,8 @@ int Profile(const Args& args) {
   }
   options.resample_plan = (*plans)->resample_plan;
   options.pointwise_plan = (*plans)->pointwise_plan;
-  log::Info("profile", "measuring (about " + std::to_string(static_cast<int>(options.seconds)) +
-                           " s)");
+  log::Info("profile",
+            "measuring (about " + std::to_string(static_cast<int>(options.seconds)) + " s)");
   bar.StartTicker();
   auto profile = runtime::ProfileMachine(options);
   bar.Finish();
