@@ -57,7 +57,9 @@ grep -q '^sluice: warning: SLUICE_LOG=loud is not debug, info or warn' "$tmp/err
 grep -q 'debug:' "$tmp/err" && fail "debug line at the default level"
 
 # A plan.
-"$sluice" compile "$spec" -o "$tmp/p.plan" --profile "$profile" 2>/dev/null || fail "compile"
+"$sluice" compile "$spec" -o "$tmp/p.plan" --profile "$profile" 2>"$tmp/err" || fail "compile"
+# compile's progress (elapsed time past 1 s) is for terminals only: stderr holds just its summary.
+test "$(wc -l <"$tmp/err")" -eq 1 && grep -q '^wrote ' "$tmp/err" || { cat -v "$tmp/err"; fail "compile stderr"; }
 "$sluice" inspect "$tmp/p.plan" >"$tmp/plan.txt" 2>"$tmp/err" || { cat "$tmp/err"; fail "inspect PLAN"; }
 for want in '^variables to bind: DATA (source.params.path)' '^fusion groups: 1' \
             'random_resized_crop -> random_flip -> normalize -> layout' '^placement: cpu' \
