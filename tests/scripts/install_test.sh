@@ -39,5 +39,6 @@ cmake --build "$tmp/example" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log
   { cat "$tmp/compile.log"; fail "compile with the installed sluice"; }
 "$tmp/example/train_loop" "$tmp/plan" "$tmp/data" 2 >"$tmp/run.out" 2>&1 || { cat "$tmp/run.out"; fail "run"; }
 grep -q '^plan .*: 24 samples' "$tmp/run.out" || { cat "$tmp/run.out"; fail "the example's output"; }
-ldd "$tmp/example/train_loop" | grep -q "$prefix/lib/libsluice.so" || fail "not linked to the installed libsluice.so"
+ldd "$tmp/example/train_loop" >"$tmp/ldd.out"  # a file, not a pipe: grep -q would SIGPIPE ldd under pipefail
+grep -q "$prefix/lib/libsluice.so" "$tmp/ldd.out" || { cat "$tmp/ldd.out"; fail "not linked to the installed libsluice.so"; }
 echo "install.find_package: OK ($(cat "$tmp/run.out" | wc -l) lines from the example)"
