@@ -157,7 +157,6 @@ def main():
               % ("none" if trainer_ms == 0 else "%.0f ms" % trainer_ms, name, ips, 100 * wait,
                  ips / base))
     actors.shutdown()
-    del local
     ray.shutdown()
     return 0
 

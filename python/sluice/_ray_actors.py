@@ -42,6 +42,7 @@ class _LoaderActor:
     def info(self) -> Dict[str, Any]:
         return {"batches_per_epoch": self._loader.batches_per_epoch,
                 "batch_size": self._loader.batch_size, "spec_hash": self._plan.spec_hash,
+                "state": self._loader.state_dict(),
                 "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
     def configure(self, epoch: int, batches: List[int], offset: int, step: int) -> None:
@@ -53,7 +54,7 @@ class _LoaderActor:
             self._roll()
 
     def _start(self, epoch: int, batches: List[int]) -> None:
-        select_batches(self._loader, self._plan.spec_hash, epoch, batches)
+        select_batches(self._loader, epoch, batches)
         self._epoch = epoch
         self._left = len(batches)
 
@@ -191,7 +192,7 @@ class ActorLoader:
         info = ray.get(self._slots[0].handle.info.remote())
         self._batch_size = int(info["batch_size"])
         self._batches_per_epoch = int(info["batches_per_epoch"])
-        self._delivered = Delivered(self._spec_hash, self._batch_size, self._batches_per_epoch,
+        self._delivered = Delivered(info["state"], self._batch_size, self._batches_per_epoch,
                                     epoch=epoch)
         self._received: Dict[int, Tuple[int, Dict[str, np.ndarray]]] = {}
         self._target = int(num_actors)
@@ -249,7 +250,7 @@ class ActorLoader:
         self._configured = False
 
     def set_epoch(self, epoch: int) -> None:
-        self.load_state_dict({"epoch": int(epoch), "position": 0, "spec_hash": self._spec_hash})
+        self.load_state_dict(self._delivered.start_of(int(epoch)))
 
     def resize(self, num_actors: int) -> None:
         """Uses `num_actors` actors from now on (batches already received are
@@ -333,7 +334,8 @@ class ActorLoader:
                                                                 self._delivered.epoch))
         ready, _ = ray.wait(list(where), num_returns=1)
         for ref in ready:
-            self._collect(where[ref], ref)
+            if any(r == ref for r, _ in where[ref].pending):  # not dropped by a restart
+                self._collect(where[ref], ref)
 
     def _collect(self, slot: _Slot, ref: Any) -> None:
         """Moves a finished request's batch into the received buffer, or
@@ -394,7 +396,7 @@ class ActorLoader:
     def _begin_epoch(self, epoch: int) -> None:
         """After the last batch of an epoch: the actors have rolled into their
         role's batches of `epoch` unless the actor count changes."""
-        self._delivered.reset({"epoch": epoch, "position": 0, "spec_hash": self._spec_hash})
+        self._delivered.reset(self._delivered.start_of(epoch))
         if self._autoscale is not None:
             self._target = self._autoscale.decide(len(self._slots), self._window_fraction(),
                                                   self._cluster_limit())

@@ -3,12 +3,14 @@
 - shipping a plan directory to Ray workers through the object store (a
   worker on another node need not see the driver's file system);
 - running a Sluice loader over an explicit set of one epoch's batch indices;
-- the delivered-batches record that becomes a loader state dict.
+- the delivered-batches record that becomes a loader state dict (in the
+  loader's own dialect: make_state / state_batches).
 
 Imports ray lazily: nothing here needs it."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -61,6 +63,9 @@ def materialize(payload: Mapping[str, Any]) -> "sluice.Plan":
                     f.write(data)
             try:
                 os.rename(tmp, final)
+                # Removed when this worker exits normally (a loaded kernels.so
+                # stays mapped); a killed worker leaves it in the temp directory.
+                atexit.register(shutil.rmtree, final, True)
             except OSError:  # another thread of this process won the race
                 shutil.rmtree(tmp, ignore_errors=True)
         plan = sluice.load(final, vars=payload["vars"])
@@ -68,29 +73,73 @@ def materialize(payload: Mapping[str, Any]) -> "sluice.Plan":
         return plan
 
 
-def select_batches(loader: "sluice.Loader", spec_hash: str, epoch: int,
-                   batches: Sequence[int]) -> None:
-    """Restarts `loader` (strict ordering, world size 1) so that the rest of
-    `epoch` yields exactly `batches` (ascending batch indices), then its end.
+# ---- the state dict dialect ----
+# sluice.ray speaks the loader's own state dict: {epoch, position, spec_hash}
+# plus the batches delivered after `position`, as "delivered_ahead" (batch
+# indices) or, with the elastic LoaderState, as "consumed" (ranges of epoch
+# positions). A template (a world-size-1 loader's state_dict()) decides which
+# and supplies any other keys; these two functions are the only readers and
+# writers of those keys here.
 
-    Uses only LoaderState: position = the first batch, delivered_ahead = every
-    later batch of the epoch not in `batches`, so the C++ loader neither
-    produces nor delivers them. Batch k has the contents of a local loader's
-    batch k (contents depend only on plan, seed, epoch and batch index)."""
-    nb = loader.batches_per_epoch
+
+def make_state(template: Mapping[str, Any], epoch: int, next_batch: int, ahead: Sequence[int],
+               batch_size: int) -> Dict[str, Any]:
+    """A state: batches before `next_batch` and those in `ahead` delivered."""
+    s = dict(template)
+    s["epoch"] = int(epoch)
+    s["position"] = int(next_batch) * batch_size
+    ahead = sorted(int(k) for k in ahead)
+    if "consumed" in template:
+        runs: List[List[int]] = []
+        for k in ahead:
+            if runs and runs[-1][1] == k * batch_size:
+                runs[-1][1] = (k + 1) * batch_size
+            else:
+                runs.append([k * batch_size, (k + 1) * batch_size])
+        s["consumed"] = runs
+        s.pop("delivered_ahead", None)
+    else:
+        s["delivered_ahead"] = ahead
+    return s
+
+
+def state_batches(state: Mapping[str, Any], batch_size: int) -> "tuple[int, set]":
+    """(first batch not delivered, batches delivered after it) of a state."""
+    position = int(state.get("position", 0))
+    ahead = set(int(k) for k in state.get("delivered_ahead", None) or [])
+    for r in state.get("consumed", None) or []:
+        b, e = (int(r["begin"]), int(r["end"])) if isinstance(r, Mapping) else (int(r[0]), int(r[1]))
+        if b % batch_size or e % batch_size:
+            position = -1  # not whole batches: reported below
+            break
+        ahead.update(range(b // batch_size, e // batch_size))
+    if position < 0 or position % batch_size != 0:
+        sluice._sluice.raise_error(
+            "invalid_argument",
+            "the state's delivered samples are not whole batches of batch size %d" % batch_size,
+            "pass what a world-size-1 loader's (or sluice.ray's) state_dict() returned")
+    return position // batch_size, ahead
+
+
+def select_batches(loader: "sluice.Loader", epoch: int, batches: Sequence[int]) -> None:
+    """Restarts `loader` (strict ordering, world size 1) so that the rest of
+    `epoch` yields exactly `batches` (batch indices), then its end.
+
+    Uses only the loader state: the first batch is the position, every later
+    batch of the epoch not in `batches` counts as delivered, so the C++ loader
+    neither produces nor delivers it. Batch k has the contents of a local
+    loader's batch k (contents depend only on plan, seed, epoch and batch
+    index)."""
+    nb, b = loader.batches_per_epoch, loader.batch_size
     todo = sorted(set(int(k) for k in batches))
     if todo and (todo[0] < 0 or todo[-1] >= nb):
         sluice._sluice.raise_error(
             "invalid_argument",
             "batch indices %d..%d are outside the epoch's %d batches" % (todo[0], todo[-1], nb))
-    if not todo:
-        loader.load_state_dict({"epoch": epoch, "position": nb * loader.batch_size,
-                                "spec_hash": spec_hash, "delivered_ahead": []})
-        return
+    first = todo[0] if todo else nb
     wanted = set(todo)
-    ahead = [k for k in range(todo[0] + 1, nb) if k not in wanted]
-    loader.load_state_dict({"epoch": epoch, "position": todo[0] * loader.batch_size,
-                            "spec_hash": spec_hash, "delivered_ahead": ahead})
+    ahead = [k for k in range(first + 1, nb) if k not in wanted]
+    loader.load_state_dict(make_state(loader.state_dict(), epoch, first, ahead, b))
 
 
 def remaining_batches(state: Optional[Mapping[str, Any]], batch_size: int,
@@ -98,14 +147,8 @@ def remaining_batches(state: Optional[Mapping[str, Any]], batch_size: int,
     """The batch indices a loader state has not delivered yet in its epoch."""
     if state is None:
         return list(range(batches_per_epoch))
-    position = int(state.get("position", 0))
-    if position % batch_size != 0:
-        sluice._sluice.raise_error(
-            "invalid_argument",
-            "state position %d is not a multiple of the batch size %d" % (position, batch_size),
-            "pass what state_dict() returned")
-    ahead = set(int(k) for k in state.get("delivered_ahead", []) or [])
-    return [k for k in range(position // batch_size, batches_per_epoch) if k not in ahead]
+    first, ahead = state_batches(state, batch_size)
+    return [k for k in range(first, batches_per_epoch) if k not in ahead]
 
 
 class Delivered:
@@ -113,13 +156,17 @@ class Delivered:
     loader state: position = the first batch not delivered, delivered_ahead =
     the delivered ones after it (few when batches arrive nearly in order)."""
 
-    def __init__(self, spec_hash: str, batch_size: int, batches_per_epoch: int,
+    def __init__(self, template: Mapping[str, Any], batch_size: int, batches_per_epoch: int,
                  state: Optional[Mapping[str, Any]] = None, epoch: int = 0) -> None:
-        self.spec_hash = spec_hash
+        self.template = dict(template)  # a world-size-1 loader's state_dict()
+        self.spec_hash = self.template["spec_hash"]
         self.batch_size = int(batch_size)
         self.batches_per_epoch = int(batches_per_epoch)
-        self.reset(state if state is not None else {"epoch": epoch, "position": 0,
-                                                     "spec_hash": spec_hash})
+        self.reset(state if state is not None else self.start_of(epoch))
+
+    def start_of(self, epoch: int) -> Dict[str, Any]:
+        """The state at the start of `epoch`."""
+        return make_state(self.template, epoch, 0, [], self.batch_size)
 
     def reset(self, state: Mapping[str, Any]) -> None:
         if state.get("spec_hash", self.spec_hash) != self.spec_hash:
@@ -154,10 +201,8 @@ class Delivered:
 
     def state_dict(self) -> Dict[str, Any]:
         if self.complete:
-            return {"epoch": self.epoch + 1, "position": 0, "spec_hash": self.spec_hash,
-                    "delivered_ahead": []}
-        return {"epoch": self.epoch, "position": self.next * self.batch_size,
-                "spec_hash": self.spec_hash, "delivered_ahead": sorted(self.ahead)}
+            return self.start_of(self.epoch + 1)
+        return make_state(self.template, self.epoch, self.next, self.ahead, self.batch_size)
 
 
 def split_runs(todo: Sequence[int], parts: int) -> List[List[int]]:

@@ -11,7 +11,8 @@ from ray.data.datasource import Datasource, ReadTask
 
 import sluice
 
-from ._ray_common import Delivered, materialize, plan_payload, remaining_batches, select_batches, split_runs
+from ._ray_common import (Delivered, materialize, plan_payload, remaining_batches, select_batches,
+                          split_runs)
 
 # Columns added to every row (with_index=True): where the row comes from.
 INDEX_COLUMNS = ("sluice_epoch", "sluice_batch", "sluice_sample")
@@ -25,7 +26,7 @@ def _read_batches(payload_ref: "ray.ObjectRef", epoch: int, batches: List[int], 
     plan = materialize(ray.get(payload_ref))
     loader = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=threads,
                          relaxed_ordering=False, **overrides)
-    select_batches(loader, plan.spec_hash, epoch, batches)
+    select_batches(loader, epoch, batches)
     for batch in loader:
         # Copies out of the loader's pool buffer: the block outlives it (Ray
         # Data may hold several blocks of a task before storing them).
@@ -66,10 +67,11 @@ class SluiceDatasource(Datasource):
         self._batch_size = probe.batch_size
         self._batches_per_epoch = probe.batches_per_epoch
         self._batch_bytes = int(probe.stats()["batch_bytes"])
+        self._template = probe.state_dict()
         del probe
         self._spec_hash = plan.spec_hash
         if state is not None:
-            Delivered(self._spec_hash, self._batch_size, self._batches_per_epoch, state)  # checks
+            Delivered(self._template, self._batch_size, self._batches_per_epoch, state)  # checks
             epoch = int(state["epoch"])
         self._epoch = int(epoch)
         self._todo = remaining_batches(state, self._batch_size, self._batches_per_epoch)
@@ -87,7 +89,7 @@ class SluiceDatasource(Datasource):
 
     def tracker(self) -> "DeliveryTracker":
         """A DeliveryTracker for this datasource's epoch (and its state)."""
-        t = DeliveryTracker(self._spec_hash, self._batch_size, self._batches_per_epoch,
+        t = DeliveryTracker(self._template, self._batch_size, self._batches_per_epoch,
                             epoch=self._epoch)
         todo = set(self._todo)
         for k in range(self._batches_per_epoch):
@@ -123,9 +125,10 @@ class DeliveryTracker:
     delivered_ahead}. Pass it to SluiceDatasource(state=...) (or to any Sluice
     loader's load_state_dict) to continue with what was not consumed."""
 
-    def __init__(self, spec_hash: str, batch_size: int, batches_per_epoch: int,
+    def __init__(self, template: Mapping[str, Any], batch_size: int, batches_per_epoch: int,
                  epoch: int = 0) -> None:
-        self._delivered = Delivered(spec_hash, batch_size, batches_per_epoch, epoch=epoch)
+        # template: a world-size-1 loader's state_dict() (its keys and spec hash)
+        self._delivered = Delivered(template, batch_size, batches_per_epoch, epoch=epoch)
         self._rows: Dict[int, int] = {}
 
     def add(self, index: int) -> None:

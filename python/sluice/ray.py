@@ -34,8 +34,7 @@ Needs Ray (`pip install sluice[ray]`)."""
 from __future__ import annotations
 
 from ._ray_actors import ActorLoader, AutoscalePolicy, RayBatch  # noqa: F401
-from ._ray_common import select_batches  # noqa: F401
 from ._ray_data import INDEX_COLUMNS, DeliveryTracker, SluiceDatasource  # noqa: F401
 
 __all__ = ["ActorLoader", "AutoscalePolicy", "DeliveryTracker", "RayBatch", "SluiceDatasource",
-           "INDEX_COLUMNS", "select_batches"]
+           "INDEX_COLUMNS"]

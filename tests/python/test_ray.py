@@ -231,3 +231,22 @@ def test_autoscale_applies_at_epoch_end(sray, ray_mod, eval_plan):
             assert_batch(b, want[b.index])
     finally:
         loader.shutdown()
+
+
+def test_state_dialects_round_trip():
+    # sluice.ray writes states in the dialect of the loader's own state_dict():
+    # "delivered_ahead" (batch indices) or "consumed" (ranges of epoch positions).
+    from sluice._ray_common import make_state, remaining_batches, state_batches
+
+    v1 = {"epoch": 0, "position": 0, "spec_hash": "h", "delivered_ahead": []}
+    s = make_state(v1, 3, 2, [5, 4, 7], 8)
+    assert s == {"epoch": 3, "position": 16, "spec_hash": "h", "delivered_ahead": [4, 5, 7]}
+    assert state_batches(s, 8) == (2, {4, 5, 7})
+    v2 = {"epoch": 0, "position": 0, "spec_hash": "h", "consumed": [], "samples": 240}
+    s = make_state(v2, 3, 2, [5, 4, 7], 8)
+    assert s == {"epoch": 3, "position": 16, "spec_hash": "h", "consumed": [[32, 48], [56, 64]],
+                 "samples": 240}
+    assert state_batches(s, 8) == (2, {4, 5, 7})
+    assert remaining_batches(s, 8, 9) == [2, 3, 6, 8]
+    with pytest.raises(sluice.InvalidArgumentError, match="not whole batches"):
+        state_batches(dict(s, consumed=[[33, 48]]), 8)
