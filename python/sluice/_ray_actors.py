@@ -185,7 +185,6 @@ class ActorLoader:
         self._autoscale = autoscale
         self._options = {"num_cpus": threads, "scheduling_strategy": "SPREAD", "max_restarts": 0}
         self._options.update(actor_options or {})
-        self._spec_hash = plan.spec_hash
         self._payload = ray.put(plan_payload(plan))
         self._actor_args = (seed, int(threads), int(prefetch), dict(overrides))
         self._slots = [_Slot(self._new_actor(), i, num_actors) for i in range(num_actors)]

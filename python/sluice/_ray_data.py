@@ -69,7 +69,6 @@ class SluiceDatasource(Datasource):
         self._batch_bytes = int(probe.stats()["batch_bytes"])
         self._template = probe.state_dict()
         del probe
-        self._spec_hash = plan.spec_hash
         if state is not None:
             Delivered(self._template, self._batch_size, self._batches_per_epoch, state)  # checks
             epoch = int(state["epoch"])
