@@ -8,7 +8,7 @@ docs/observability.md.
 
 What it does (stdlib only; Chromium is driven over the DevTools protocol on a
 pipe, --remote-debugging-pipe, so no websocket package is needed):
-  1. makes a small synthetic JPEG data set, compiles
+  1. makes a small synthetic JPEG data set (two files damaged), compiles
      tests/runtime/loader/loader_test.yaml, runs it for 2 epochs with
      --trace and --report, and checks the trace parses;
   2. opens report.html from file:// and asserts that every chart (svg.chart)
@@ -45,14 +45,17 @@ class Chromium:
         self._from_child, from_child_w = os.pipe()
 
         def wire():  # in the child: fd 3 reads commands, fd 4 writes replies
-            os.dup2(to_child_r, 3)
-            os.dup2(from_child_w, 4)
+            a, b = os.dup(to_child_r), os.dup(from_child_w)  # neither is 3 or 4 now
+            os.dup2(a, 3)
+            os.dup2(b, 4)
 
         args = [binary, "--headless", "--no-sandbox", "--disable-gpu",
                 "--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check",
                 "--disable-extensions", "--disable-background-networking",
                 "--hide-scrollbars", f"--user-data-dir={profile_dir}", "about:blank"]
-        self.proc = subprocess.Popen(args, preexec_fn=wire, pass_fds=(to_child_r, from_child_w),
+        # close_fds=False: fds 3 and 4 made by dup2 in the child are
+        # inheritable; the parent's own fds are not (PEP 446).
+        self.proc = subprocess.Popen(args, preexec_fn=wire, close_fds=False,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_child_r)
         os.close(from_child_w)
@@ -172,7 +175,8 @@ def render_trace(trace, out_html, window_ms=None):
     events = trace["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events
              if e["ph"] == "M" and e["name"] == "thread_name"}
-    spans = [e for e in events if e["ph"] == "X"]
+    # Longest first: a parent is drawn before (under) the spans inside it.
+    spans = sorted((e for e in events if e["ph"] == "X"), key=lambda e: -e["dur"])
     nexts = sorted(e["ts"] for e in spans if e["name"] == "next")
     t0 = nexts[1] if len(nexts) > 1 else min(e["ts"] for e in spans)
     t_end = max(e["ts"] + e["dur"] for e in spans)
@@ -182,7 +186,7 @@ def render_trace(trace, out_html, window_ms=None):
     for e in events:
         if e["ph"] == "C":
             counters.setdefault(e["name"], []).append((e["ts"], e["args"]["value"]))
-    left, width, row_h, counter_h = 130, 1100, 34, 46
+    left, width, row_h, counter_h = 170, 1100, 34, 46
     height = 40 + row_h * len(tids) + counter_h * len(counters) + 40
     x = lambda t: left + (t - t0) / (t1 - t0) * (width - left - 10)  # noqa: E731
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -241,11 +245,18 @@ def run_plan(args, work):
     plan = os.path.join(work, "demo.plan")
     subprocess.run([args.make_dataset, data, "--images", str(args.images), "--classes", "4",
                     "--seed", "5"], check=True, stdout=subprocess.DEVNULL)
+    # Two damaged files, so the report's bad-sample table has rows (the plan's
+    # policy is skip).
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(data) for f in fs)
+    with open(files[3], "r+b") as f:
+        f.truncate(300)
+    with open(files[11], "wb") as f:
+        f.write(b"not a jpeg")
     subprocess.run([args.sluice, "compile", args.spec, "-o", plan], check=True,
                    stdout=subprocess.DEVNULL)
     trace, report = os.path.join(work, "run.json"), os.path.join(work, "report.html")
     out = subprocess.run([args.sluice, "run", plan, "--var", f"DATA={data}", "--epochs",
-                          str(args.epochs), "--threads", "2", "--trace", trace, "--report", report],
+                          str(args.epochs), "--trace", trace, "--report", report],
                          check=True, capture_output=True, text=True).stdout
     print(out, end="")
     with open(trace) as f:
@@ -275,8 +286,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="sluice_obs_") as work:
         trace, report = run_plan(args, work)
         spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-        if not spans:
-            failures.append("the trace has no spans")
+        if not {"read", "decode", "kernel", "sample", "next"} <= {e["name"] for e in spans}:
+            failures.append("the trace lacks read/decode/kernel/sample/next spans")
         browser = Chromium(args.chromium, os.path.join(work, "profile"))
         try:
             browser.open("file://" + report, 900, 1000)
@@ -294,10 +305,13 @@ def main():
                     failures.append(f"chart {c['id']} draws no data")
             browser.screenshot(os.path.join(args.out, "report.png"))
             failures += browser.problems()
+            rows = browser.evaluate("document.querySelectorAll('table.list tr').length")
+            if rows < 3:  # the header and the two damaged files (each epoch)
+                failures.append(f"the bad-sample table has {rows} rows")
             trace_html = os.path.join(work, "trace.html")
             render_trace(trace, trace_html, window_ms=args.window_ms)
             browser.events.clear()
-            browser.open("file://" + trace_html, 1100, 600)
+            browser.open("file://" + trace_html, 1100, 100)
             browser.screenshot(os.path.join(args.out, "trace.png"))
             failures += browser.problems()
         finally:

@@ -9,7 +9,7 @@
 namespace sluice::cli::report {
 namespace {
 
-constexpr int kLeft = 64, kRight = 16, kTop = 36, kBottom = 44;
+constexpr int kLeft = 64, kRight = 16, kTop = 46, kBottom = 44;
 
 struct Plot {
   double x0, x1, y0, y1;  // data range
@@ -78,8 +78,8 @@ std::string Legend(const ChartFrame& f, const std::vector<std::pair<std::string,
     x -= 14 + 7.0 * static_cast<double>(it->first.size()) + 16;
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "<rect x=\"%.1f\" y=\"11\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-                  "<text x=\"%.1f\" y=\"20\" class=\"tick\">",
+                  "<rect x=\"%.1f\" y=\"27\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                  "<text x=\"%.1f\" y=\"36\" class=\"tick\">",
                   x, Escape(it->second).c_str(), x + 14);
     s += buf;
     s += Escape(it->first) + "</text>";

@@ -94,7 +94,9 @@ void TraceRecorder::Record(int track, const Event& e) {
   Track& t = tracks_[static_cast<size_t>(track)];
   // Dekker with Stop: announce the write, then re-check that recording is on.
   t.writing.store(true, std::memory_order_seq_cst);
-  if (on_.load(std::memory_order_seq_cst)) {
+  // A span that began before Start is left out (its parent may be missing);
+  // start_ns_ is ordered before this by the seq_cst load of on_.
+  if (on_.load(std::memory_order_seq_cst) && (e.kind != Kind::kSpan || e.ts_ns >= start_ns_)) {
     const size_t n = t.count.load(std::memory_order_relaxed);
     if (n < capacity_) {
       t.events[n] = e;
@@ -215,3 +217,4 @@ Status TraceRecorder::Write(uint64_t& dropped) {
 }
 
 }  // namespace sluice::runtime
+static_assert(sizeof(sluice::runtime::TraceRecorder::Event) == 56, "docs say 56 bytes per event");

@@ -15,7 +15,7 @@
 // Sample paths are not copied on the hot path: an event carries the dataset
 // index and the path is named (Source::SampleName) when the file is written.
 //
-// Bounded memory: Start allocates `max_events` events per track (48 bytes
+// Bounded memory: Start allocates `max_events` events per track (56 bytes
 // each) once; when a track's buffer is full its later events are dropped and
 // counted (the first events of the run are kept, so spans still nest). The
 // file's "otherData" says how many were dropped per track, and Stop returns the
@@ -24,7 +24,8 @@
 // Start/Stop: called by one thread (the consumer), never concurrently with
 // each other. Stop turns recording off, waits for any writer that is inside a
 // recording call (a few instructions; Dekker-style flag per track) and writes
-// the JSON file; the events of a span still open at Stop are not written.
+// the JSON file. Spans that began before Start or were still open at Stop are
+// not written.
 #pragma once
 
 #include <atomic>
