@@ -1,6 +1,7 @@
 // sluice_trace_bench: what tracing costs (bench/RESULTS.md, "Tracing").
 //
 //   sluice_trace_bench PLAN DATA_DIR [--rounds R] [--batches N] [--threads T] [--trace-dir DIR]
+//                      [--only off|on]
 //
 // R rounds; each round runs two fresh loaders over the same plan, one with
 // tracing off and one with Loader::StartTrace on (the order alternates from
@@ -10,6 +11,8 @@
 // trace is written after the timed part (StopTrace; its time is printed
 // separately). Prints one line per run, then the medians of images/s with
 // tracing off and on and the median of the per-round on/off ratios.
+// --only off|on runs just that loader once per round (for instruction counts
+// under `valgrind --tool=callgrind`, see bench/RESULTS.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -97,6 +100,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   int rounds = 7, batches = 200, threads = 2;
+  std::string only;
   std::string trace_dir = std::filesystem::temp_directory_path().string();
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -104,6 +108,7 @@ int main(int argc, char** argv) {
     else if (flag == "--batches") batches = std::atoi(argv[i + 1]);
     else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
     else if (flag == "--trace-dir") trace_dir = argv[i + 1];
+    else if (flag == "--only") only = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -121,6 +126,7 @@ int main(int argc, char** argv) {
     const bool on_first = r % 2 == 1;
     for (int k = 0; k < 2; ++k) {
       const bool traced = (k == 0) == on_first;
+      if (!only.empty() && traced != (only == "on")) continue;
       RunResult& res = traced ? b : a;
       if (!RunOnce(*plan, threads, batches, traced ? trace_path : "", res)) return 1;
       std::printf("round %d  trace %-3s  %8.1f images/s", r, traced ? "on" : "off",
@@ -132,6 +138,7 @@ int main(int argc, char** argv) {
       }
       std::printf("\n");
     }
+    if (!only.empty()) continue;
     off.push_back(a.images_per_second);
     on.push_back(b.images_per_second);
     ratio.push_back(b.images_per_second / a.images_per_second);

@@ -215,7 +215,7 @@ class Loader {
   // claimed to the last written, and counters (in-flight samples, batches
   // filling and ready). StopTrace writes the file. Each track keeps at most
   // `max_events_per_thread` events (0 = 65536, 56 bytes each, allocated at
-  // StartTrace); later events of a full track are dropped, and StopTrace
+  // StartTrace; the scheduler's counter track 4 times that); later events of a full track are dropped, and StopTrace
   // returns how many were. Off, the loader pays one relaxed atomic load per
   // span. Destroying the loader stops a running trace and writes the file.
   // Errors: kIo (the file cannot be opened or written), kInvalidArgument

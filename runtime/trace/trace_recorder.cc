@@ -76,7 +76,10 @@ Status TraceRecorder::Start(const std::string& path, size_t max_events) {
   }
   if (max_events == 0) max_events = kDefaultMaxEvents;
   if (max_events != capacity_) {
-    for (Track& t : tracks_) t.events = std::make_unique<Event[]>(max_events);
+    for (size_t i = 0; i < tracks_.size(); ++i) {
+      tracks_[i].capacity = i == kSchedulerTrack ? kSchedulerFactor * max_events : max_events;
+      tracks_[i].events = std::make_unique<Event[]>(tracks_[i].capacity);
+    }
     capacity_ = max_events;
   }
   for (Track& t : tracks_) {
@@ -98,7 +101,7 @@ void TraceRecorder::Record(int track, const Event& e) {
   // start_ns_ is ordered before this by the seq_cst load of on_.
   if (on_.load(std::memory_order_seq_cst) && (e.kind != Kind::kSpan || e.ts_ns >= start_ns_)) {
     const size_t n = t.count.load(std::memory_order_relaxed);
-    if (n < capacity_) {
+    if (n < t.capacity) {
       t.events[n] = e;
       t.count.store(n + 1, std::memory_order_release);
     } else {

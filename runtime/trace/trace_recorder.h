@@ -16,7 +16,7 @@
 // index and the path is named (Source::SampleName) when the file is written.
 //
 // Bounded memory: Start allocates `max_events` events per track (56 bytes
-// each) once; when a track's buffer is full its later events are dropped and
+// each; the scheduler track kSchedulerFactor times that) once; when a track's buffer is full its later events are dropped and
 // counted (the first events of the run are kept, so spans still nest). The
 // file's "otherData" says how many were dropped per track, and Stop returns the
 // total.
@@ -49,6 +49,9 @@ class TraceRecorder {
   static constexpr int kFirstWorkerTrack = 2;
   static constexpr size_t kDefaultMaxEvents = 1 << 16;
   static constexpr uint64_t kNoIndex = ~uint64_t{0};
+  // The scheduler track records about 6 counter values per sample (the
+  // workers' tracks 4-5 events), so it gets this many times `max_events`.
+  static constexpr size_t kSchedulerFactor = 4;
 
   // Event names are string literals (static storage): the pointer is stored.
   enum class Kind : uint8_t { kSpan, kCounter, kAsyncBegin, kAsyncEnd };
@@ -111,6 +114,7 @@ class TraceRecorder {
     std::atomic<size_t> count{0};
     std::atomic<bool> writing{false};
     uint64_t dropped = 0;  // by the writer; read by Stop after it quiesced
+    size_t capacity = 0;
   };
   static int64_t Ns(Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
