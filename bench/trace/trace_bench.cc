@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "sluice/sluice.h"
 
 namespace {
@@ -119,7 +121,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", plan.error().ToString().c_str());
     return 1;
   }
-  const std::string trace_path = trace_dir + "/sluice_trace_bench.json";
+  const std::string trace_path =
+      trace_dir + "/sluice_trace_bench_" + std::to_string(::getpid()) + ".json";
   std::vector<double> off, on, ratio;
   for (int r = 0; r < rounds; ++r) {
     RunResult a, b;
@@ -143,7 +146,8 @@ int main(int argc, char** argv) {
     on.push_back(b.images_per_second);
     ratio.push_back(b.images_per_second / a.images_per_second);
   }
-  std::filesystem::remove(trace_path);
+  std::error_code ignored;
+  std::filesystem::remove(trace_path, ignored);
   std::printf("median images/s: off %.1f  on %.1f  (median on/off ratio %.4f: %+.2f%%)\n",
               Median(off), Median(on), Median(ratio), (Median(ratio) - 1) * 100);
   return 0;
