@@ -78,20 +78,20 @@ std::vector<std::pair<std::string, std::string>> PlanSummary(const Plan& plan,
   for (const std::string& f : plan.batch_fields()) fields += (fields.empty() ? "" : ", ") + f;
   for (const std::string& t : plan.cpu_targets()) targets += (targets.empty() ? "" : ", ") + t;
   if (!plan.cuda_target().empty()) targets += ", " + plan.cuda_target();
-  return {{"plan", plan.name() + " (" + path + ")"},
-          {"spec hash", plan.spec_hash()},
-          {"compiler", plan.compiler_version()},
-          {"source", plan.source_format() + ", " + std::to_string(loader.dataset_size()) +
-                         " samples"},
-          {"decoder", plan.decode_op()},
-          {"batch", std::to_string(loader.batch_size()) + " samples: " + fields},
-          {"batches per epoch", std::to_string(loader.batches_per_epoch())},
-          {"kernel targets", targets},
-          {"device", s.device},
-          {"knobs", "threads " + std::to_string(s.threads) + ", prefetch " +
-                        std::to_string(s.prefetch) + ", pool " + std::to_string(s.pool_buffers) +
-                        " x " + report::Num(static_cast<double>(s.batch_bytes) / 1e6, 1) + " MB" +
-                        (s.online_tuning ? ", tuned online" : "")}};
+  return {
+      {"plan", plan.name() + " (" + path + ")"},
+      {"spec hash", plan.spec_hash()},
+      {"compiler", plan.compiler_version()},
+      {"source", plan.source_format() + ", " + std::to_string(loader.dataset_size()) + " samples"},
+      {"decoder", plan.decode_op()},
+      {"batch", std::to_string(loader.batch_size()) + " samples: " + fields},
+      {"batches per epoch", std::to_string(loader.batches_per_epoch())},
+      {"kernel targets", targets},
+      {"device", s.device},
+      {"knobs", "threads " + std::to_string(s.threads) + ", prefetch " +
+                    std::to_string(s.prefetch) + ", pool " + std::to_string(s.pool_buffers) +
+                    " x " + report::Num(static_cast<double>(s.batch_bytes) / 1e6, 1) + " MB" +
+                    (s.online_tuning ? ", tuned online" : "")}};
 }
 
 // Appends `epoch`'s bad samples to the report's list (at most `limit` kept).
@@ -334,13 +334,14 @@ int Run(const Args& args) {
     report_data.final_stats = s;
     report_data.elapsed = elapsed;
     report_data.warnings = s.warnings;
-    const double rate = elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0;
+    const double rate =
+        elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0;
     report_data.result = {
         {"batches", std::to_string(done) + " x " + std::to_string(loader->batch_size()) +
                         " samples in " + report::Num(elapsed) + " s"},
         {"images/s", report::Num(rate, 1)},
-        {"batch latency", "p50 " + Ms(s.latency_p50) + ", p99 " + Ms(s.latency_p99) + ", max " +
-                              Ms(s.latency_max)},
+        {"batch latency",
+         "p50 " + Ms(s.latency_p50) + ", p99 " + Ms(s.latency_p99) + ", max " + Ms(s.latency_max)},
         {"consumer waited", report::Num(s.consumer_wait_seconds) + " s"},
         {"peak RSS", report::Num(static_cast<double>(usage.ru_maxrss) / 1024.0, 1) + " MB"},
         {"result", rc == 0 ? "completed" : "stopped by an error (see stderr)"}};

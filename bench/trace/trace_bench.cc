@@ -13,6 +13,8 @@
 // tracing off and on and the median of the per-round on/off ratios.
 // --only off|on runs just that loader once per round (for instruction counts
 // under `valgrind --tool=callgrind`, see bench/RESULTS.md).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,8 +22,6 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "sluice/sluice.h"
 
@@ -106,11 +106,16 @@ int main(int argc, char** argv) {
   std::string trace_dir = std::filesystem::temp_directory_path().string();
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
-    else if (flag == "--batches") batches = std::atoi(argv[i + 1]);
-    else if (flag == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (flag == "--trace-dir") trace_dir = argv[i + 1];
-    else if (flag == "--only") only = argv[i + 1];
+    if (flag == "--rounds")
+      rounds = std::atoi(argv[i + 1]);
+    else if (flag == "--batches")
+      batches = std::atoi(argv[i + 1]);
+    else if (flag == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (flag == "--trace-dir")
+      trace_dir = argv[i + 1];
+    else if (flag == "--only")
+      only = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;

@@ -56,11 +56,13 @@ std::vector<Point> Rates(const std::vector<StatsPoint>& s, F f) {
 }
 
 std::string ThroughputSection(const ReportData& d) {
-  ChartFrame f{"chart-throughput", "Images per second (per sampling interval)", "seconds", "images/s"};
+  ChartFrame f{"chart-throughput", "Images per second (per sampling interval)", "seconds",
+               "images/s"};
   Series s{"images/s", "#4e79a7",
-           Rates(d.series, [](const StatsPoint& a, const StatsPoint& b) {
-             return static_cast<double>(b.samples - a.samples);
-           }),
+           Rates(d.series,
+                 [](const StatsPoint& a, const StatsPoint& b) {
+                   return static_cast<double>(b.samples - a.samples);
+                 }),
            false, true};
   return "<h2>Throughput</h2>" + LineChart(f, {s});
 }
@@ -69,13 +71,15 @@ std::string WaitSection(const ReportData& d) {
   ChartFrame f{"chart-wait", "Consumer wait: share of each interval spent blocked in Next()",
                "seconds", "% waiting"};
   Series s{"consumer wait %", "#e15759",
-           Rates(d.series, [](const StatsPoint& a, const StatsPoint& b) {
-             return 100.0 * (b.wait_seconds - a.wait_seconds);
-           }),
+           Rates(d.series,
+                 [](const StatsPoint& a, const StatsPoint& b) {
+                   return 100.0 * (b.wait_seconds - a.wait_seconds);
+                 }),
            false, true};
   return "<h2>Consumer wait</h2>" + LineChart(f, {s}) +
          "<p>Total: " + Num(d.final_stats.consumer_wait_seconds) + " s of " + Num(d.elapsed) +
-         " s (" + Num(d.elapsed > 0 ? 100.0 * d.final_stats.consumer_wait_seconds / d.elapsed : 0, 1) +
+         " s (" +
+         Num(d.elapsed > 0 ? 100.0 * d.final_stats.consumer_wait_seconds / d.elapsed : 0, 1) +
          "%). Near 0%: the loader keeps up; near 100%: the trainer waits for input.</p>";
 }
 
@@ -98,11 +102,12 @@ std::string LatencySection(const ReportData& d) {
   ChartFrame f{"chart-latency", "Batch latency (first sample started to last sample written)",
                "milliseconds", "batches"};
   std::string s = "<h2>Batch latency</h2>" + Histogram(f, edges, counts, markers);
-  s += Table({{"batches measured", std::to_string(ms.size()) + " (the loader keeps the latest 4096)"},
-              {"p50", Num(Quantile(ms, 0.5)) + " ms"},
-              {"p90", Num(Quantile(ms, 0.9)) + " ms"},
-              {"p99", Num(Quantile(ms, 0.99)) + " ms"},
-              {"max", Num(d.final_stats.latency_max * 1e3) + " ms (whole run)"}});
+  s += Table(
+      {{"batches measured", std::to_string(ms.size()) + " (the loader keeps the latest 4096)"},
+       {"p50", Num(Quantile(ms, 0.5)) + " ms"},
+       {"p90", Num(Quantile(ms, 0.9)) + " ms"},
+       {"p99", Num(Quantile(ms, 0.99)) + " ms"},
+       {"max", Num(d.final_stats.latency_max * 1e3) + " ms (whole run)"}});
   return s;
 }
 
@@ -146,8 +151,8 @@ std::string TunerSection(const ReportData& d) {
         what += "workers " + std::to_string(q.workers) + " -> " + std::to_string(p.workers);
       }
       if (p.prefetch != q.prefetch) {
-        what += (what.empty() ? "" : ", ") + std::string("prefetch ") +
-                std::to_string(q.prefetch) + " -> " + std::to_string(p.prefetch);
+        what += (what.empty() ? "" : ", ") + std::string("prefetch ") + std::to_string(q.prefetch) +
+                " -> " + std::to_string(p.prefetch);
       }
       if (!what.empty()) moves.emplace_back("t = " + Num(p.t) + " s", what);
     }
@@ -160,7 +165,8 @@ std::string TunerSection(const ReportData& d) {
                        ? "on: " + std::to_string(d.final_stats.tuner_moves) + " moves in total."
                        : "off (knobs fixed by the plan or the command line).") +
        "</p>";
-  s += LineChart(f, {{"workers", "#4e79a7", workers, true}, {"prefetch", "#59a14f", prefetch, true}});
+  s += LineChart(f,
+                 {{"workers", "#4e79a7", workers, true}, {"prefetch", "#59a14f", prefetch, true}});
   if (!moves.empty()) s += Table(moves);
   return s;
 }
@@ -168,8 +174,9 @@ std::string TunerSection(const ReportData& d) {
 std::string BadSection(const ReportData& d) {
   const LoaderStats& st = d.final_stats;
   std::string s = "<h2>Bad samples</h2><p>" + std::to_string(st.bad_samples) +
-                  " distinct bad samples, " + std::to_string(st.bad_reads) + " bad reads (skipped " +
-                  std::to_string(st.skipped) + ", replaced " + std::to_string(st.replaced) + ").</p>";
+                  " distinct bad samples, " + std::to_string(st.bad_reads) +
+                  " bad reads (skipped " + std::to_string(st.skipped) + ", replaced " +
+                  std::to_string(st.replaced) + ").</p>";
   if (d.bad.empty()) return s;
   s += "<table class=\"list\"><tr><th>epoch</th><th>index</th><th>path</th><th>reason</th></tr>";
   for (const BadSample& b : d.bad) {
@@ -262,8 +269,8 @@ std::string RenderReport(const ReportData& d) {
        Table(d.machine) + "</div></div>";
   s += "<p class=\"label\">Written by <code>sluice run --report</code>; the time series samples "
        "the loader's statistics every " +
-       Num(d.series.size() > 1 ? d.series[1].t - d.series[0].t : 0, 2) +
-       " s or so (at most " + std::to_string(RunRecorder::kMaxPoints) + " points).</p>";
+       Num(d.series.size() > 1 ? d.series[1].t - d.series[0].t : 0, 2) + " s or so (at most " +
+       std::to_string(RunRecorder::kMaxPoints) + " points).</p>";
   s += "</body></html>\n";
   return s;
 }

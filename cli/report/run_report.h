@@ -56,9 +56,9 @@ struct ReportData {
   std::vector<StatsPoint> series;
   std::vector<double> latencies;  // seconds (the loader's recent batch latencies)
   LoaderStats final_stats;
-  double elapsed = 0;                // seconds of the run
-  std::vector<BadSample> bad;        // listed (the caller bounds the count)
-  uint64_t bad_not_listed = 0;       // bad samples beyond `bad`
+  double elapsed = 0;           // seconds of the run
+  std::vector<BadSample> bad;   // listed (the caller bounds the count)
+  uint64_t bad_not_listed = 0;  // bad samples beyond `bad`
   std::vector<std::string> warnings;
 };
 

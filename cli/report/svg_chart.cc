@@ -60,8 +60,8 @@ std::string Axes(const ChartFrame& f, const Plot& p, const std::vector<double>& 
   std::snprintf(buf, sizeof buf,
                 "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" class=\"axis\"/>"
                 "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" class=\"axis\"/>",
-                kLeft, f.width - kRight, f.height - kBottom, f.height - kBottom, kLeft, kLeft,
-                kTop, f.height - kBottom);
+                kLeft, f.width - kRight, f.height - kBottom, f.height - kBottom, kLeft, kLeft, kTop,
+                f.height - kBottom);
   s += buf;
   s += "<text x=\"" + std::to_string((kLeft + f.width - kRight) / 2) + "\" y=\"" +
        std::to_string(f.height - 8) + "\" class=\"label\" text-anchor=\"middle\">" +
@@ -71,7 +71,8 @@ std::string Axes(const ChartFrame& f, const Plot& p, const std::vector<double>& 
   return s;
 }
 
-std::string Legend(const ChartFrame& f, const std::vector<std::pair<std::string, std::string>>& items) {
+std::string Legend(const ChartFrame& f,
+                   const std::vector<std::pair<std::string, std::string>>& items) {
   std::string s;
   double x = f.width - kRight;
   for (auto it = items.rbegin(); it != items.rend(); ++it) {
@@ -99,12 +100,23 @@ std::string Escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -216,10 +228,11 @@ std::string Histogram(const ChartFrame& f, const std::vector<double>& edges,
   }
   std::vector<std::pair<std::string, std::string>> legend;
   for (const Marker& m : markers) {
-    std::snprintf(buf, sizeof buf,
-                  "<line class=\"marker\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
-                  "stroke-width=\"2\" stroke-dasharray=\"4 3\"/>",
-                  p.X(m.x), p.X(m.x), kTop, f.height - kBottom, Escape(m.color).c_str());
+    std::snprintf(
+        buf, sizeof buf,
+        "<line class=\"marker\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
+        "stroke-width=\"2\" stroke-dasharray=\"4 3\"/>",
+        p.X(m.x), p.X(m.x), kTop, f.height - kBottom, Escape(m.color).c_str());
     out += buf;
     legend.emplace_back(m.label + " " + Num(m.x), m.color);
   }
@@ -236,7 +249,8 @@ std::string HorizontalBars(const ChartFrame& f, const std::vector<Bar>& bars,
     top = std::max(top, b.value);
   }
   if (bars.empty() || top <= 0) return out + NoData(f) + "</svg>";
-  const int label_w = 150, row_h = std::max(18, (f.height - kTop - 10) / static_cast<int>(bars.size()));
+  const int label_w = 150,
+            row_h = std::max(18, (f.height - kTop - 10) / static_cast<int>(bars.size()));
   const double scale = (f.width - label_w - 130) / top;
   char buf[512];
   for (size_t i = 0; i < bars.size(); ++i) {

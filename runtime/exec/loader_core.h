@@ -193,7 +193,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::unique_ptr<tbb::task_arena> arena_;
   std::vector<Scratch> scratch_;  // one per worker
   Clock::time_point created_;
-  std::unique_ptr<GpuStage> gpu_;  // GPU path, else null
+  std::unique_ptr<GpuStage> gpu_;         // GPU path, else null
   std::unique_ptr<TraceRecorder> trace_;  // always present; records only when started
 
   // Guarded by mutex_.

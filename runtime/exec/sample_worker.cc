@@ -267,7 +267,8 @@ Status SampleWorker::RunFused(const FieldLayout& f, uint64_t index, const Job& j
   Status st = f.kernel->Run(view, args, Slot(job, f));
   const auto k1 = Clock::now();
   out.kernel_ns += Ns(k0, k1);
-  if (trace_ != nullptr) trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
+  if (trace_ != nullptr)
+    trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
   if (!st) fatal = true;
   return st;
 }

@@ -40,7 +40,8 @@ void AppendEscaped(std::string& out, std::string_view s) {
 }  // namespace
 
 TraceRecorder::TraceRecorder(int workers, std::function<std::string(uint64_t)> name_sample)
-    : name_sample_(std::move(name_sample)), tracks_(static_cast<size_t>(kFirstWorkerTrack + workers)) {}
+    : name_sample_(std::move(name_sample)),
+      tracks_(static_cast<size_t>(kFirstWorkerTrack + workers)) {}
 
 TraceRecorder::~TraceRecorder() {
   if (file_ != nullptr) std::fclose(file_);
@@ -53,8 +54,8 @@ const char* TraceRecorder::ArgName(const char* span, int which) {
     const char* a2;
   };
   static constexpr Names kNames[] = {
-      {"sample", "batch", "slot"}, {"read", "attempt", "a2"},   {"decode", "attempt", "a2"},
-      {"kernel", "field", "a2"},   {"next", "batch", "a2"},     {"batch", "epoch", "batch"},
+      {"sample", "batch", "slot"},    {"read", "attempt", "a2"},      {"decode", "attempt", "a2"},
+      {"kernel", "field", "a2"},      {"next", "batch", "a2"},        {"batch", "epoch", "batch"},
       {"device copy", "batch", "a2"}, {"device sync", "batch", "a2"},
   };
   for (const Names& n : kNames) {
@@ -71,8 +72,8 @@ Status TraceRecorder::Start(const std::string& path, size_t max_events) {
   }
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    return MakeError(ErrorCode::kIo, "cannot open trace file `" + path + "`: " +
-                                         std::strerror(errno));
+    return MakeError(ErrorCode::kIo,
+                     "cannot open trace file `" + path + "`: " + std::strerror(errno));
   }
   if (max_events == 0) max_events = kDefaultMaxEvents;
   if (max_events != capacity_) {
@@ -170,9 +171,10 @@ Status TraceRecorder::Write(uint64_t& dropped) {
                         pid, tr, ts, static_cast<double>(e.dur_ns) * 1e-3);
           break;
         case Kind::kCounter:
-          std::snprintf(buf, sizeof buf,
-                        "\",\"ph\":\"C\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,\"args\":{\"value\":%lld}}",
-                        pid, tr, ts, static_cast<long long>(e.a1));
+          std::snprintf(
+              buf, sizeof buf,
+              "\",\"ph\":\"C\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,\"args\":{\"value\":%lld}}", pid,
+              tr, ts, static_cast<long long>(e.a1));
           out += buf;
           continue;
         case Kind::kAsyncBegin:
@@ -210,11 +212,11 @@ Status TraceRecorder::Write(uint64_t& dropped) {
   }
   std::snprintf(buf, sizeof buf, "\n],\"otherData\":{\"max_events_per_track\":%zu,", capacity_);
   out += buf;
-  out += "\"dropped_events_per_track\":[" + dropped_json + "],\"dropped_events\":" +
-         std::to_string(dropped) + "}}\n";
+  out += "\"dropped_events_per_track\":[" + dropped_json +
+         "],\"dropped_events\":" + std::to_string(dropped) + "}}\n";
   if (std::fwrite(out.data(), 1, out.size(), file_) != out.size() || std::ferror(file_)) {
-    return MakeError(ErrorCode::kIo, "cannot write trace file `" + path_ + "`: " +
-                                         std::strerror(errno));
+    return MakeError(ErrorCode::kIo,
+                     "cannot write trace file `" + path_ + "`: " + std::strerror(errno));
   }
   return Ok();
 }

@@ -16,10 +16,9 @@
 // index and the path is named (Source::SampleName) when the file is written.
 //
 // Bounded memory: Start allocates `max_events` events per track (56 bytes
-// each; the scheduler track kSchedulerFactor times that) once; when a track's buffer is full its later events are dropped and
-// counted (the first events of the run are kept, so spans still nest). The
-// file's "otherData" says how many were dropped per track, and Stop returns the
-// total.
+// each; the scheduler track kSchedulerFactor times that) once; when a track's buffer is full its
+// later events are dropped and counted (the first events of the run are kept, so spans still nest).
+// The file's "otherData" says how many were dropped per track, and Stop returns the total.
 //
 // Start/Stop: called by one thread (the consumer), never concurrently with
 // each other. Stop turns recording off, waits for any writer that is inside a
@@ -101,8 +100,8 @@ class TraceRecorder {
   void Async(bool begin, const char* name, Clock::time_point at, uint64_t id, int64_t a1 = -1,
              int64_t a2 = -1) {
     if (!on()) return;
-    Record(kSchedulerTrack, Event{name, begin ? Kind::kAsyncBegin : Kind::kAsyncEnd, Ns(at), 0, id,
-                                  a1, a2});
+    Record(kSchedulerTrack,
+           Event{name, begin ? Kind::kAsyncBegin : Kind::kAsyncEnd, Ns(at), 0, id, a1, a2});
   }
 
   // How a span's a1/a2 arguments are named in the file (default "a1"/"a2").

@@ -6,7 +6,6 @@
 #include "runtime/trace/trace_recorder.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <atomic>
