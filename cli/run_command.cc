@@ -227,7 +227,14 @@ int Run(const Args& args) {
   std::optional<report::RunRecorder> recorder;
   report::ReportData report_data;
   constexpr size_t kReportBadLimit = 200;
-  if (!report_path.empty()) recorder.emplace(0.1);
+  if (!report_path.empty()) {
+    // Fail before the run, not after it, when the report cannot be written.
+    if (!std::ofstream(report_path, std::ios::app)) {
+      std::cerr << "sluice: error: cannot open report file `" << report_path << "`\n";
+      return 1;
+    }
+    recorder.emplace(0.1);
+  }
   uint64_t epoch = loader->State().epoch, bad_lines = 0;
   const bool tty = ::isatty(2) != 0;
   auto start = std::chrono::steady_clock::now();

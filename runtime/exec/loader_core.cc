@@ -304,10 +304,12 @@ void LoaderCore::WorkerLoop(int worker) {
       }
       TraceCountersLocked(Clock::now());
     }
-    const bool traced = trace_->on();
-    const Clock::time_point begin = traced ? Clock::now() : Clock::time_point{};
+    // The sample's spans are recorded only when its "sample" span is, so
+    // every read/decode/kernel span in the file has its parent.
+    job.traced = trace_->on();
+    const Clock::time_point begin = job.traced ? Clock::now() : Clock::time_point{};
     ProcessGuarded(job, scratch, outcome);
-    if (traced) {
+    if (job.traced) {
       const uint64_t b = static_cast<uint64_t>(config_.batch_size);
       trace_->Span(job.track, "sample", begin, Clock::now(), outcome.used_index,
                    static_cast<int64_t>(job.position / b), job.slot);

@@ -168,7 +168,7 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
   auto bytes = reads_.Read(index, scratch.read);
   auto t1 = Clock::now();
   out.read_ns += Ns(t0, t1);
-  if (trace_ != nullptr) trace_->Span(job.track, "read", t0, t1, index);
+  if (job.traced) trace_->Span(job.track, "read", t0, t1, index);
   if (!bytes) return std::unexpected(WithPath(bytes.error(), index));
   std::span<const uint8_t> data(scratch.read.buffer().data(), *bytes);
   auto header = decoder_.ReadHeader(data);
@@ -181,7 +181,7 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
   auto region = decoder_.Decode(data, request, scratch.image);
   const auto t2 = Clock::now();
   out.decode_ns += Ns(t1, t2);
-  if (trace_ != nullptr) trace_->Span(job.track, "decode", t1, t2, index);
+  if (job.traced) trace_->Span(job.track, "decode", t1, t2, index);
   if (!region) return std::unexpected(WithPath(region.error(), index));
   if (scratch.image.channels() != config_.channels) {
     return MakeError(ErrorCode::kCorruptData, source_.SampleName(index) + ": decoded to " +
@@ -194,7 +194,7 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
     FillReferenceImage(scratch);
     const auto r1 = Clock::now();
     out.kernel_ns += Ns(r0, r1);
-    if (trace_ != nullptr) trace_->Span(job.track, "kernel", r0, r1, index);
+    if (job.traced) trace_->Span(job.track, "kernel", r0, r1, index);
   }
   for (const FieldLayout& f : config_.fields) {
     uint8_t* slot = Slot(job, f);
@@ -203,7 +203,7 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
       Status st = RunReference(f, index, job, scratch, slot);
       const auto k1 = Clock::now();
       out.kernel_ns += Ns(k0, k1);
-      if (trace_ != nullptr) {
+      if (job.traced) {
         trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
       }
       if (!st) return std::unexpected(WithPath(st.error(), index));
@@ -267,8 +267,7 @@ Status SampleWorker::RunFused(const FieldLayout& f, uint64_t index, const Job& j
   Status st = f.kernel->Run(view, args, Slot(job, f));
   const auto k1 = Clock::now();
   out.kernel_ns += Ns(k0, k1);
-  if (trace_ != nullptr)
-    trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
+  if (job.traced) trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
   if (!st) fatal = true;
   return st;
 }

@@ -62,7 +62,8 @@ struct Job {
   uint8_t* data = nullptr;
   int64_t slot = 0;
   uint64_t epoch = 0, position = 0;
-  int track = 0;  // the worker loop's trace track (TraceRecorder)
+  int track = 0;        // the worker loop's trace track (TraceRecorder)
+  bool traced = false;  // record this sample's spans (tracing was on when it began)
 };
 
 // What filling one slot did (reset by Reset() before each job; no allocation).
@@ -84,7 +85,8 @@ class SampleWorker {
   // `config`, `source`, `decoder` and `reads` must outlive the worker;
   // `config.fields` point into the plan, which must too. Every source read
   // goes through `reads` (the read deadline; `reads` reads `source`).
-  // `trace` (optional) gets read, decode and kernel spans on the job's track.
+  // `trace` gets read, decode and kernel spans on the job's track for jobs
+  // with `traced` set (required then).
   SampleWorker(const LoaderConfig& config, const Source& source, const Decoder& decoder,
                ReadPool& reads, TraceRecorder* trace = nullptr);
 
