@@ -331,8 +331,9 @@ Outcome HttpStore::RunHedged(const Target& t, uint64_t offset, uint64_t length, 
     if (oa.kind == Outcome::Kind::kFail || oh.kind == Outcome::Kind::kFail) break;
     if (!a_running && !h_running) break;
   }
-  if (!a.transfer.done || !a_seen) AbortAndWait(a, w);
-  if (h_started && (!h.transfer.done || !h_seen)) AbortAndWait(h, w);
+  // AbortAndWait is a no-op wait for a finished transfer.
+  if (!a_seen) AbortAndWait(a, w);
+  if (h_started && !h_seen) AbortAndWait(h, w);
   Count(1, a);
   if (h_started) Count(1, h);
   if (winner == &h) {
@@ -406,7 +407,7 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
     *delivered += chunk.size();
     chunk.clear();
   }
-  if (!a.transfer.done) AbortAndWait(a, w);
+  AbortAndWait(a, w);  // returns at once when the transfer has ended
   Count(1, a);
   if (!*sink_status) return Outcome{Outcome::Kind::kFail, sink_status->error()};
   Outcome o = Classify(a, t, aws(), "GET", cancelled_.load());

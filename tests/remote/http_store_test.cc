@@ -151,6 +151,7 @@ void WriteFile(const fs::path& path, const std::vector<uint8_t>& data) {
 
 constexpr int kListed = 23;
 constexpr size_t kBlobSize = (3 << 20) + 12345;
+constexpr size_t kBigSize = (20 << 20) + 777;  // more than a stream's queue (8 MiB)
 
 class HttpStoreTest : public ::testing::Test {
  protected:
@@ -159,17 +160,24 @@ class HttpStoreTest : public ::testing::Test {
                          ("sluice_http_store_test_" + std::to_string(getpid())));
     fs::create_directories(*root_);
     blob_ = new std::vector<uint8_t>(RandomBytes(kBlobSize, 7));
-    WriteFile(*root_ / "data" / "blob.bin", *blob_);
-    for (int i = 0; i < kListed; ++i) {
-      char name[32];
-      std::snprintf(name, sizeof(name), "k-%03d", i);
-      WriteFile(*root_ / "many" / name, RandomBytes(10 + i, i));
+    // HTTP serves root_; S3 gets root_/s3 (without the big file, to keep
+    // moto's uploads short).
+    for (const fs::path& dir : {*root_, *root_ / "s3"}) {
+      WriteFile(dir / "data" / "blob.bin", *blob_);
+      for (int i = 0; i < kListed; ++i) {
+        char name[32];
+        std::snprintf(name, sizeof(name), "k-%03d", i);
+        WriteFile(dir / "many" / name, RandomBytes(10 + i, i));
+      }
     }
+    big_ = new std::vector<uint8_t>(RandomBytes(kBigSize, 8));
+    WriteFile(*root_ / "data" / "big.bin", *big_);
   }
   static void TearDownTestSuite() {
     fs::remove_all(*root_);
     delete root_;
     delete blob_;
+    delete big_;
   }
 
   // The suite's servers, started on first use.
@@ -245,11 +253,13 @@ class HttpStoreTest : public ::testing::Test {
 
   static fs::path* root_;
   static std::vector<uint8_t>* blob_;
+  static std::vector<uint8_t>* big_;
   std::unique_ptr<ServerProcess> http_;
 };
 
 fs::path* HttpStoreTest::root_ = nullptr;
 std::vector<uint8_t>* HttpStoreTest::blob_ = nullptr;
+std::vector<uint8_t>* HttpStoreTest::big_ = nullptr;
 
 TEST_F(HttpStoreTest, HttpRangeReadsAndStreamMatchTheFile) {
   ServerProcess& http = Http();
@@ -329,6 +339,52 @@ TEST_F(HttpStoreTest, FlakyProxyGivesTheSameBytesWithRetriesCounted) {
   EXPECT_GT(s.retries, 0u);
   EXPECT_EQ(s.failures, 0u);
   EXPECT_EQ(s.requests, 7u + s.retries);  // Stat, 5 ranges, 1 stream, plus one per retry
+}
+
+TEST_F(HttpStoreTest, SlowSinkPausesTheStreamWithoutLosingBytes) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  auto store = Open(http.url(), Fast());
+  std::vector<uint8_t> streamed;
+  auto st = store->Stream(http.url() + "/data/big.bin", [&](const uint8_t* p, size_t n) {
+    // Stall on the first chunk: the transfer fills its queue and pauses.
+    if (streamed.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    streamed.insert(streamed.end(), p, p + n);
+    return Ok();
+  });
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(streamed == *big_) << streamed.size();
+  EXPECT_EQ(store->stats().requests, 1u);
+  // A sink error stops the stream and is returned as it is.
+  size_t seen = 0;
+  st = store->Stream(http.url() + "/data/big.bin", [&](const uint8_t*, size_t n) {
+    seen += n;
+    return seen > 1000000 ? Status(MakeError(ErrorCode::kInvalidArgument, "enough")) : Ok();
+  });
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "enough");
+}
+
+TEST_F(HttpStoreTest, BrokenStreamResumesFromTheFirstUndeliveredByte) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Every even request is cut off half-way.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault",
+               "truncate:2:0");
+  auto store = Open(proxy.url(), Fast());
+  std::vector<uint8_t> streamed;
+  auto st = store->Stream(proxy.url() + "/data/blob.bin", [&](const uint8_t* p, size_t n) {
+    streamed.insert(streamed.end(), p, p + n);
+    return Ok();
+  });
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(streamed == *blob_) << streamed.size();
+  const RequestStats s = store->stats();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.retries, 1u);
+  // Resumed, not restarted: about one object's bytes in all.
+  EXPECT_LT(s.bytes_fetched, kBlobSize + kBlobSize / 4);
 }
 
 TEST_F(HttpStoreTest, StalledRequestIsHedged) {
@@ -448,7 +504,7 @@ TEST_F(HttpStoreTest, CancelReturnsPromptlyWithRequestsInFlight) {
 
 TEST_F(HttpStoreTest, S3WithIamAuthentication) {
   ServerProcess s3;
-  START_SERVER(s3, "s3", "--root", root_->string(), "--bucket", "sluice-test");
+  START_SERVER(s3, "s3", "--root", (*root_ / "s3").string(), "--bucket", "sluice-test");
   const std::string key = s3.info["access_key"], secret = s3.info["secret_key"];
   {
     ScopedEnv env;
