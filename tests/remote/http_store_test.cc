@@ -408,6 +408,28 @@ TEST_F(HttpStoreTest, StalledRequestIsHedged) {
   EXPECT_EQ(s.retries, 0u);
 }
 
+TEST_F(HttpStoreTest, AutoHedgeDelayFollowsObservedLatency) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Request 25 stalls for 60 s, beyond the 10 s deadline: the read that meets
+  // it succeeds only if a hedge answers for it.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault",
+               "delay:1000:25", "--delay-s", "60");
+  RemoteOptions o = Fast();
+  o.hedge_delay_s = -1;  // auto: the p95 of the reads so far
+  o.deadline_s = 10;
+  o.max_retries = 0;
+  auto store = Open(proxy.url(), o);
+  std::vector<uint8_t> got(4096);
+  for (int i = 0; i < 30; ++i) {
+    auto st = store->ReadRange(proxy.url() + "/data/blob.bin", i * 4096, got.size(), got.data());
+    ASSERT_TRUE(st) << "read " << i << ": " << st.error().ToString();
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + i * 4096));
+  }
+  EXPECT_GE(store->stats().hedges, 1u);
+}
+
 // A listening socket that never accepts: connects succeed, nothing answers.
 class BlackHole {
  public:
