@@ -276,6 +276,12 @@ Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const 
     if (st == 408 || st == 429 || st >= 500) {
       return fail(Outcome::Kind::kRetry, ErrorCode::kIo, status);
     }
+    if (t.s3 && (st == 301 || st == 307 || s3code == "AuthorizationHeaderMalformed")) {
+      return fail(Outcome::Kind::kFail, ErrorCode::kIo, status,
+                  "bucket '" + t.bucket + "' is in another region than " +
+                      (aws != nullptr ? aws->region : std::string("?")) +
+                      ": set AWS_REGION to the bucket's region");
+    }
     if (st < 200 || st >= 300) return fail(Outcome::Kind::kFail, ErrorCode::kIo, status);
     if (a.mode == Attempt::Mode::kRange) {
       const int64_t total = st == 206 ? a.content_range_total : -1;
