@@ -15,26 +15,40 @@
 // machine-readable line last:
 //
 //   RESULT sluice images_per_s=X peak_rss_mb=Y threads=T batch=B batches=N device=D
-//          first_batch_s=F first_batch_rss_mb=R cpu_s=C
+//          first_batch_s=F first_batch_rss_mb=R cpu_s=C take_p50_ms=T50 take_p99_ms=T99
+//          batch_p50_ms=B50 batch_p99_ms=B99
 //
 // (`RESULT sluice_dct ...` with --dct-scaling, `RESULT NAME ...` with --name;
 // D is LoaderStats::device: "cpu" or "cuda:N"; F is the time from before
 // Plan::Load to the first batch in hand, R the peak RSS then. Warnings, e.g.
 // the no-GPU fallback, go to stderr; C is the process's user + system CPU
 // seconds over the timed batches, which machine load disturbs less than the
-// wall time: images / C is the work each image costs.)
+// wall time: images / C is the work each image costs. T50/T99: the trainer's
+// wait in Next() per timed batch, median and 99th percentile (nearest rank);
+// B50/B99: LoaderStats' batch latency, first sample started to last written.)
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/sluice.h"
 
 namespace {
+
+// The q-quantile (nearest rank) of `values`; 0 when empty. Sorts `values`.
+double Percentile(std::vector<double>& values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
+  return values[rank == 0 ? 0 : rank - 1];
+}
 
 bool ParseInt(std::string_view text, int& out) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -135,9 +149,13 @@ int main(int argc, char** argv) {
            1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
   };
   const double cpu_start = cpu_seconds();
+  std::vector<double> waits(static_cast<size_t>(batches));  // seconds per timed batch taken
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < batches; ++i) {
+    const auto asked = std::chrono::steady_clock::now();
     if (!take()) return 1;
+    waits[static_cast<size_t>(i)] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -159,9 +177,11 @@ int main(int argc, char** argv) {
   if (name.empty()) name = options.dct_scaling ? "sluice_dct" : "sluice";
   std::printf(
       "RESULT %s images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
-      "batches=%d device=%s first_batch_s=%.3f first_batch_rss_mb=%.1f cpu_s=%.3f\n",
+      "batches=%d device=%s first_batch_s=%.3f first_batch_rss_mb=%.1f cpu_s=%.3f "
+      "take_p50_ms=%.2f take_p99_ms=%.2f batch_p50_ms=%.2f batch_p99_ms=%.2f\n",
       name.c_str(), images / seconds, peak_rss_mb(), stats.threads,
       static_cast<long long>(loader->batch_size()), batches, stats.device.c_str(), first_batch_s,
-      first_batch_rss_mb, cpu_used);
+      first_batch_rss_mb, cpu_used, 1e3 * Percentile(waits, 0.50), 1e3 * Percentile(waits, 0.99),
+      1e3 * stats.latency_p50, 1e3 * stats.latency_p99);
   return 0;
 }

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Remote shards (issue 16 item 5): the ImageNet train spec
+# (examples/imagenet_train_shards.yaml) over the same `sluice pack` shards read
+#   local      from the local directory;
+#   s3         from moto's S3 server on loopback (tests/remote/fixtures/serve.py,
+#              IAM auth on, SigV4-signed requests);
+#   s3_slow_*  from the same server through the fault proxy, which delays 1% of
+#              requests (every 100th) by 1 s, with hedging on (auto: the
+#              observed p95) and off (remote.hedge_delay: 0).
+# `order: shuffle` (one range request per sample, coalesced when neighbours)
+# for all, and `order: shard_shuffle` (whole shards streamed, read-ahead) for
+# local and s3. Contenders are interleaved round by round; bench/remote/
+# summarize.py prints medians and same-run ratios. A benchmark, not a test.
+#
+#   bench/remote/run.sh [--no-build]
+#
+# Environment: BUILD [build-bench], THREADS [nproc], WARMUP [2], BATCHES [16],
+#   IMAGES [(WARMUP+BATCHES+1)*256], SHARD_SIZE [32MB], ROUNDS [3], SEED [1],
+#   LOG [$BUILD/remote/results.log]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$ROOT"
+BUILD="${BUILD:-build-bench}"
+THREADS="${THREADS:-$(nproc)}"
+WARMUP="${WARMUP:-2}"
+BATCHES="${BATCHES:-16}"
+IMAGES="${IMAGES:-$(((WARMUP + BATCHES + 1) * 256))}"
+SHARD_SIZE="${SHARD_SIZE:-32MB}"
+ROUNDS="${ROUNDS:-3}"
+SEED="${SEED:-1}"
+WORK="$BUILD/remote"
+LOG="${LOG:-$WORK/results.log}"
+SERVE=tests/remote/fixtures/serve.py
+
+if [[ "${1:-}" != "--no-build" ]]; then
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD" -j"$THREADS" --target sluice sluice_make_dataset sluice_e2e_loader
+fi
+mkdir -p "$WORK"
+
+STAMP="images=$IMAGES seed=$SEED shard_size=$SHARD_SIZE"
+if [[ "$(cat "$WORK/.params" 2>/dev/null)" != "$STAMP" ]]; then
+  rm -rf "$WORK/folder" "$WORK/shards"
+  "$BUILD/sluice_make_dataset" "$WORK/folder" --images "$IMAGES" --classes 10 --seed "$SEED" >&2
+  "$BUILD/sluice" pack "$WORK/folder" -o "$WORK/shards" --shard-size "$SHARD_SIZE" >&2
+  echo "$STAMP" >"$WORK/.params"
+fi
+nshards=$(find "$WORK/shards" -name 'shard-*.tar' | wc -l)
+last=$(printf '%06d' $((nshards - 1)))
+
+# Plans: shuffle (hedging auto), shuffle with hedging off, shard_shuffle.
+spec=examples/imagenet_train_shards.yaml
+sed 's/^  order: shuffle/  order: shuffle/' "$spec" >"$WORK/shuffle.yaml"
+sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {hedge_delay: 0}/' "$spec" >"$WORK/nohedge.yaml"
+sed 's/^  order: shuffle/  order: shard_shuffle/' "$spec" >"$WORK/shard_shuffle.yaml"
+for p in shuffle nohedge shard_shuffle; do
+  "$BUILD/sluice" compile "$WORK/$p.yaml" -o "$WORK/$p.plan" >&2
+done
+
+# Servers: each exits when its stdin (a `sleep` pipe) closes.
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; }
+trap cleanup EXIT
+start() {  # name args... -> $WORK/name.json holds the server's JSON line
+  rm -f "$WORK/$1.json"
+  sleep infinity | /usr/bin/python3 "$SERVE" "${@:2}" >"$WORK/$1.json" &
+  pids+=($!)
+  for _ in $(seq 600); do
+    [[ -s "$WORK/$1.json" ]] && return 0
+    sleep 0.1
+  done
+  echo "bench/remote: $1 did not start" >&2
+  exit 1
+}
+field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+start s3 s3 --root "$WORK/shards" --bucket bench
+s3_port=$(field "$WORK/s3.json" port)
+start proxy proxy --upstream "$s3_port" --fault delay:100:50 --delay-s 1
+proxy_port=$(field "$WORK/proxy.json" port)
+export AWS_ACCESS_KEY_ID="$(field "$WORK/s3.json" access_key)"
+export AWS_SECRET_ACCESS_KEY="$(field "$WORK/s3.json" secret_key)"
+export AWS_REGION="$(field "$WORK/s3.json" region)"
+url="s3://bench/shard-{000000..$last}.tar"
+
+# name plan data endpoint-port
+CONTENDERS=(
+  "local_shuffle shuffle $WORK/shards -"
+  "s3_shuffle shuffle $url $s3_port"
+  "s3_slow_hedge shuffle $url $proxy_port"
+  "s3_slow_nohedge nohedge $url $proxy_port"
+  "local_shard_shuffle shard_shuffle $WORK/shards -"
+  "s3_shard_shuffle shard_shuffle $url $s3_port"
+)
+{
+  echo "# $(date -u +%FT%TZ) $(uname -srm); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "# threads=$THREADS images=$IMAGES shards=$nshards shard_size=$SHARD_SIZE rounds=$ROUNDS batches=$BATCHES warmup=$WARMUP"
+} >"$LOG"
+for ((round = 1; round <= ROUNDS; ++round)); do
+  echo "round $round/$ROUNDS (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  echo "LOAD $(cut -d' ' -f1-3 /proc/loadavg)" >>"$LOG"
+  for c in "${CONTENDERS[@]}"; do
+    read -r name plan data port <<<"$c"
+    if [[ "$port" == - ]]; then unset AWS_ENDPOINT_URL; else export AWS_ENDPOINT_URL="http://127.0.0.1:$port"; fi
+    "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
+      --batches "$BATCHES" --warmup "$WARMUP" --name "$name" | grep '^RESULT' | tee -a "$LOG" >&2
+  done
+done
+/usr/bin/python3 bench/remote/summarize.py "$LOG"

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Summarizes bench/remote/run.sh's log into a Markdown table: per contender,
+the median images/s over the rounds (and the range), the ratio of medians to
+local shards in the same order, and the median over rounds of the trainer's
+wait per batch (p50/p99 of Next() over a run's timed batches) and of the
+loader's batch latency p99; then issue 16's two targets.
+
+    bench/remote/summarize.py build-bench/remote/results.log
+"""
+
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from summarize import parse  # noqa: E402  (bench/e2e/summarize.py: the RESULT log format)
+
+
+def median(rs, key):
+    return statistics.median(float(r[key]) for r in rs)
+
+
+def main():
+    runs, loads, header = parse(sys.argv[1])
+    for h in header:
+        print(h)
+    if loads:
+        print(f"1-min load average during the run: {min(loads):.1f} to {max(loads):.1f}")
+    print()
+    print("| contender | images/s (median) | range | vs local, same order "
+          "| wait p50 ms | wait p99 ms | batch latency p99 ms |")
+    print("|---|---|---|---|---|---|---|")
+    base = {"shuffle": "local_shuffle", "shard_shuffle": "local_shard_shuffle"}
+    for name, rs in runs.items():
+        rates = [float(r["images_per_s"]) for r in rs]
+        ref = base["shard_shuffle" if name.endswith("shard_shuffle") else "shuffle"]
+        ratio = (f"{median(rs, 'images_per_s') / median(runs[ref], 'images_per_s'):.2f}x"
+                 if ref in runs else "-")
+        print(f"| {name} | {statistics.median(rates):.1f} | {min(rates):.1f}-{max(rates):.1f} "
+              f"| {ratio} | {median(rs, 'take_p50_ms'):.1f} | {median(rs, 'take_p99_ms'):.1f} "
+              f"| {median(rs, 'batch_p99_ms'):.1f} |")
+    print()
+    for s3, local in [("s3_shuffle", "local_shuffle"), ("s3_shard_shuffle", "local_shard_shuffle")]:
+        if s3 in runs and local in runs:
+            r = median(runs[s3], "images_per_s") / median(runs[local], "images_per_s")
+            print(f"- target S3 >= 0.9x local ({s3}): {r:.2f}x, {'met' if r >= 0.9 else 'NOT met'}")
+    if "s3_shuffle" in runs:
+        clean = median(runs["s3_shuffle"], "take_p99_ms")
+        for name in ["s3_slow_hedge", "s3_slow_nohedge"]:
+            if name in runs:
+                r = median(runs[name], "take_p99_ms") / clean
+                verdict = "met" if r <= 1.5 else "NOT met"
+                note = f", {verdict}" if name == "s3_slow_hedge" else ""
+                print(f"- p99 wait with 1% slow requests, {name}: {r:.2f}x the fault-free p99{note}")
+
+
+if __name__ == "__main__":
+    main()
