@@ -84,8 +84,8 @@ struct LoaderOptions {
   // LocalRankFromEnvironment() reads it for choosing a device.
   int rank = -1;
   int world_size = -1;
-  uint64_t epoch = 0;             // first epoch
-  std::optional<uint64_t> seed;   // overrides sampling.seed
+  uint64_t epoch = 0;            // first epoch
+  std::optional<uint64_t> seed;  // overrides sampling.seed
   // Knob overrides; -1 = the plan's value, where "auto" means: threads =
   // cpu_budget or the hardware concurrency; in_flight = threads (each worker
   // holds one sample, so an in_flight above threads changes nothing and one
@@ -196,8 +196,8 @@ struct LoaderState {
   // Rank state only (see above); world_size 0 = complete.
   int world_size = 0;
   int rank = 0;
-  uint64_t rank_position = 0;           // samples of the rank's segment order
-  std::vector<uint64_t> rank_ahead;     // the rank's batch indices in its segment
+  uint64_t rank_position = 0;        // samples of the rank's segment order
+  std::vector<uint64_t> rank_ahead;  // the rank's batch indices in its segment
   bool complete() const { return world_size == 0; }
   // Positions consumed: position + the lengths of `consumed` (a complete
   // state; a rank state's segment start).
@@ -232,9 +232,9 @@ struct BadSample {
 };
 
 struct LoaderStats {
-  uint64_t samples = 0;        // samples written into delivered batches
-  uint64_t batches = 0;        // batches delivered
-  double seconds = 0;          // since Create
+  uint64_t samples = 0;  // samples written into delivered batches
+  uint64_t batches = 0;  // batches delivered
+  double seconds = 0;    // since Create
   double images_per_second = 0;
   // Batch latency: first sample started -> last sample written, seconds.
   double latency_p50 = 0, latency_p99 = 0, latency_max = 0;
@@ -248,10 +248,10 @@ struct LoaderStats {
   // Per-stage busy time summed over workers, seconds.
   double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
   int threads = 0, in_flight = 0, pool_buffers = 0;  // in_flight: samples alive at once
-  int prefetch = 0;             // batches filled ahead (the online tuner's current value)
-  bool online_tuning = false;   // knobs adjusted online (see LoaderOptions)
-  int64_t tuner_moves = 0;      // knob changes the online tuner made
-  int64_t batch_bytes = 0;           // one batch buffer
+  int prefetch = 0;            // batches filled ahead (the online tuner's current value)
+  bool online_tuning = false;  // knobs adjusted online (see LoaderOptions)
+  int64_t tuner_moves = 0;     // knob changes the online tuner made
+  int64_t batch_bytes = 0;     // one batch buffer
   // Where the fused GPU stages run: "cpu" or "cuda:N".
   std::string device = "cpu";
   // Conditions the loader worked around (e.g. a plan with GPU stages on a
