@@ -139,7 +139,8 @@ EpochOrder::EpochOrder(const SamplerConfig& c, const SegmentLayout& layout,
   // (O position, local position) of every slot, sorted by O position.
   std::vector<std::pair<uint64_t, uint64_t>> want(static_cast<size_t>(samples_per_rank_));
   for (uint64_t p = 0; p < samples_per_rank_; ++p) want[p] = {Position(p), p};
-  std::sort(want.begin(), want.end());
+  // A fresh epoch's run is already ascending (O(n / W)); padding or holes sort.
+  if (!std::is_sorted(want.begin(), want.end())) std::sort(want.begin(), want.end());
   auto table = std::make_shared<Table>();
   if (c.num_samples <= std::numeric_limits<uint32_t>::max()) {
     table->narrow.resize(want.size());
