@@ -136,18 +136,24 @@ EpochOrder::EpochOrder(const SamplerConfig& c, const SegmentLayout& layout,
       perm_(c.num_samples, c.seed, epoch) {
   if (c.order != SampleOrder::kShardShuffle || samples_per_rank_ == 0) return;
   const int w = base_->order_world() > 0 ? base_->order_world() : c.world_size;
-  // (O position, local position) of every slot, sorted by O position.
+  // (O position, local position) of every slot. The real run is ascending in
+  // a fresh epoch (O(n / W)); padding, or a run across holes, is sorted apart
+  // and looked up with a second replay.
   std::vector<std::pair<uint64_t, uint64_t>> want(static_cast<size_t>(samples_per_rank_));
   for (uint64_t p = 0; p < samples_per_rank_; ++p) want[p] = {Position(p), p};
-  // A fresh epoch's run is already ascending (O(n / W)); padding or holes sort.
-  if (!std::is_sorted(want.begin(), want.end())) std::sort(want.begin(), want.end());
+  const auto split = std::is_sorted_until(want.begin(), want.end());
+  std::vector<std::pair<uint64_t, uint64_t>> rest(split, want.end());
+  want.erase(split, want.end());
+  std::sort(rest.begin(), rest.end());
   auto table = std::make_shared<Table>();
   if (c.num_samples <= std::numeric_limits<uint32_t>::max()) {
-    table->narrow.resize(want.size());
+    table->narrow.resize(static_cast<size_t>(samples_per_rank_));
     OrderValues(c, epoch, w, want, table->narrow);
+    OrderValues(c, epoch, w, rest, table->narrow);
   } else {
-    table->wide.resize(want.size());
+    table->wide.resize(static_cast<size_t>(samples_per_rank_));
     OrderValues(c, epoch, w, want, table->wide);
+    OrderValues(c, epoch, w, rest, table->wide);
   }
   table_ = std::move(table);
 }
