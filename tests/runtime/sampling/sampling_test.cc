@@ -249,5 +249,15 @@ TEST(DistributedEnv, ParsesTorchrunVariables) {
   EXPECT_EQ(env->world_size, 2);
 }
 
+TEST(DistributedEnv, ParsesLocalRank) {
+  EXPECT_EQ(ParseLocalRank(nullptr), 0);  // unset: 0
+  EXPECT_EQ(ParseLocalRank("3"), 3);
+  for (const char* bad : {"-1", "x", ""}) {
+    auto r = ParseLocalRank(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::runtime
