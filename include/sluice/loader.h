@@ -21,13 +21,16 @@
 // construction: nothing grows with the dataset or the number of batches.
 //
 // Determinism: a batch depends only on (plan, seed, epoch, rank, world_size,
-// batch index) — not on the thread count, the ordering mode or where the loader
-// was restored. Random draws are keyed by (seed, epoch, dataset index, op id).
+// batch index, and for the rest of an epoch restored as a new segment, the
+// restored consumed set: LoaderState) — not on the thread count, the ordering
+// mode or where the loader was restored. Random draws are keyed by (seed,
+// epoch, dataset index, op id).
 //
 // Bad samples (unreadable, not decodable by the plan's decoder, truncated,
 // absurd dimensions, too small for the chain) follow output.on_error:
-//   skip:    the slot takes a replacement drawn from this rank's own epoch
-//            order at local position H(seed, epoch, position, k) mod N, for the
+//   skip:    the slot takes a replacement drawn from this rank's own order
+//            (of the epoch, or of the segment a restore started: LoaderState)
+//            at local position H(seed, epoch, position, k) mod N, for the
 //            smallest attempt k = 1, 2, ... that decodes (at most 16 attempts).
 //   replace: the slot takes dataset index (i + k) mod n for the smallest k >= 1
 //            that decodes (at most 16 attempts).
@@ -75,11 +78,14 @@ class LoaderCore;
 
 struct LoaderOptions {
   // Sharding; -1 = the plan's explicit sampling.rank/world_size, else RANK and
-  // WORLD_SIZE from the environment (torchrun), else rank 0 of 1.
+  // WORLD_SIZE from the environment (torchrun), else rank 0 of 1. Ranks get
+  // rank-interleaved batches of the epoch's global order (LoaderState).
+  // LOCAL_RANK (torchrun: the rank on this machine) does not change the data;
+  // LocalRankFromEnvironment() reads it for choosing a device.
   int rank = -1;
   int world_size = -1;
-  uint64_t epoch = 0;             // first epoch
-  std::optional<uint64_t> seed;   // overrides sampling.seed
+  uint64_t epoch = 0;            // first epoch
+  std::optional<uint64_t> seed;  // overrides sampling.seed
   // Knob overrides; -1 = the plan's value, where "auto" means: threads =
   // cpu_budget or the hardware concurrency; in_flight = threads (each worker
   // holds one sample, so an in_flight above threads changes nothing and one
@@ -113,23 +119,109 @@ struct LoaderOptions {
   bool wait_for_device = true;
 };
 
-// Where a loader is: the next batch it yields is batch position / batch_size
-// of `epoch`, then the epoch's later batches except those in `delivered_ahead`.
-// Serializable: ToString() gives "sluice-state v1 epoch=E position=P spec=HASH",
-// followed by " ahead=I,J,..." when delivered_ahead is not empty.
+// A range [begin, end) of positions in an epoch's global order (below).
+struct PositionRange {
+  uint64_t begin = 0, end = 0;
+  bool operator==(const PositionRange&) const = default;
+};
+
+// Where a job is in its data; restores on any number of ranks (elastic
+// resume; docs/distributed.md).
+//
+// Global order. Each epoch has one global order O of its n samples (positions
+// 0..n-1): shuffle: a permutation keyed by (seed, epoch); sequential: the
+// identity; shard_shuffle: the outputs of the shuffle buffers of the ranks the
+// epoch was started on, rank 0's first (runtime/sampling/epoch_sampler.h), so
+// O depends on that world size, kept in order_world_size.
+//
+// Consumed set. A state names the positions of O the job consumed: [0,
+// position) plus the `consumed` ranges. Everything else is the rest of the
+// epoch: its unconsumed positions U (in O order, R of them) are dealt to the
+// M ranks that continue it — a "segment" (a fresh epoch is the segment with
+// nothing consumed, so these rules are also the ordinary sharding):
+//   shuffle, sequential: U is cut into batches of batch_size; batch j goes to
+//     rank j mod M (rank-interleaved batches: ranks in lockstep consume a
+//     prefix of U, so a strict state is `position` alone);
+//   shard_shuffle: rank r takes the contiguous run U[floor(r R / M),
+//     floor((r + 1) R / M)) in order, so each rank stays on its own shards.
+//   remainder drop: each rank yields floor(R / (M b)) batches (b the batch
+//     size); the fewer than M * b positions of U left over are not delivered.
+//   remainder pad: each rank yields ceil(R / (M b)) batches; a slot past the
+//     real positions is the segment's padding slot q and repeats O[q mod n].
+// Every rank yields the same number of batches; within an epoch no position
+// is delivered twice (pad's repeats aside), across any number of restores on
+// any world sizes.
+//
+// Two kinds of state:
+//   complete (world_size == 0): every rank's consumption. With strict ordering
+//     State() returns it, assuming the ranks deliver in lockstep (the same
+//     number of batches each, as a DDP loop does): every rank returns the same
+//     state, so saving rank 0's is enough. A loader with one rank returns it
+//     in both orderings. MergeStates() returns one.
+//   rank (world_size = M > 0, relaxed ordering with M > 1): what rank `rank`
+//     of M delivered: the segment's start (position, consumed,
+//     order_world_size: what was consumed when the segment began) plus its
+//     own progress: its first rank_position samples, and its batches
+//     rank_ahead (ascending, after rank_position / b) delivered early.
+//     MergeStates(the M ranks' states) makes the complete state.
+// Restore(complete state) works on any rank of any world size; when the
+// consumed set is whole batches of a fresh epoch on this world size with the
+// same count left on every rank (a same-size resume), the loader continues
+// that epoch exactly: the same batches with the same Batch::index(); else the
+// rest is dealt as a new segment (Batch::index() then counts from
+// floor(consumed / (M b))). Restore(rank state) works only on the same rank
+// of the same world size.
+//
+// An epoch's end: a state taken after the last batch is {epoch + 1, nothing
+// consumed}, which does not depend on the world size.
+//
+// Serializable: ToString() gives "sluice-state v2 epoch=E position=P
+// spec=HASH samples=N batch=B", then " consumed=B1-E1,B2-E2,..." when
+// consumed is not empty, " order_world=W" when order_world_size > 0, and for a
+// rank state " rank=R/M rank_position=Q" and " rank_ahead=I,J,..." when not
+// empty.
 struct LoaderState {
   uint64_t epoch = 0;
-  uint64_t position = 0;  // samples into the epoch (a multiple of the batch size)
+  uint64_t position = 0;  // O positions [0, position) consumed
   std::string spec_hash;
-  // Relaxed ordering only: batches of the epoch after batch position /
-  // batch_size that were already delivered (ascending batch indices). A loader
-  // restored from this state does not deliver them again. Empty with strict
-  // ordering.
-  std::vector<uint64_t> delivered_ahead;
+  // Further consumed ranges of O: ascending, disjoint, not touching, each
+  // begin > position.
+  std::vector<PositionRange> consumed;
+  // shard_shuffle: the world size O was built for; 0 while nothing is
+  // consumed (the next segment's world size then builds it) and for shuffle
+  // and sequential (their O does not depend on it).
+  int order_world_size = 0;
+  uint64_t samples = 0;     // n: samples in the epoch (checked by Restore)
+  uint64_t batch_size = 0;  // b (checked by Restore)
+  // Rank state only (see above); world_size 0 = complete.
+  int world_size = 0;
+  int rank = 0;
+  uint64_t rank_position = 0;        // samples of the rank's segment order
+  std::vector<uint64_t> rank_ahead;  // the rank's batch indices in its segment
+  bool complete() const { return world_size == 0; }
+  // Positions consumed: position + the lengths of `consumed` (a complete
+  // state; a rank state's segment start).
+  uint64_t consumed_count() const;
   std::string ToString() const;
+  // Errors: kInvalidArgument for text not in the format above; kVersionMismatch
+  // for "sluice-state v1" (rank-local positions of an older release).
   static Result<LoaderState> FromString(const std::string& text);
   bool operator==(const LoaderState&) const = default;
 };
+
+// The complete state of a job from its ranks' State()s: the union of what
+// each delivered. Takes either complete states, which must be equal (a strict
+// job in lockstep: every rank's is the same), or rank states of one segment
+// (same epoch, world size M and segment start), exactly one of each rank
+// 0..M-1. Errors: kInvalidArgument naming the first mismatch (another spec,
+// epoch, samples or batch size; a rank missing or twice; complete states that
+// differ, i.e. ranks not in lockstep).
+Result<LoaderState> MergeStates(const std::vector<LoaderState>& states);
+
+// torchrun's LOCAL_RANK (the process's rank on its machine, e.g. to pick
+// cuda:LOCAL_RANK): 0 when unset; kInvalidArgument when not a non-negative
+// integer.
+Result<int> LocalRankFromEnvironment();
 
 // One bad sample (or, in LoaderStats::last_bad, one bad read).
 struct BadSample {
@@ -140,9 +232,9 @@ struct BadSample {
 };
 
 struct LoaderStats {
-  uint64_t samples = 0;        // samples written into delivered batches
-  uint64_t batches = 0;        // batches delivered
-  double seconds = 0;          // since Create
+  uint64_t samples = 0;  // samples written into delivered batches
+  uint64_t batches = 0;  // batches delivered
+  double seconds = 0;    // since Create
   double images_per_second = 0;
   // Batch latency: first sample started -> last sample written, seconds.
   double latency_p50 = 0, latency_p99 = 0, latency_max = 0;
@@ -156,10 +248,10 @@ struct LoaderStats {
   // Per-stage busy time summed over workers, seconds.
   double read_seconds = 0, decode_seconds = 0, kernel_seconds = 0;
   int threads = 0, in_flight = 0, pool_buffers = 0;  // in_flight: samples alive at once
-  int prefetch = 0;             // batches filled ahead (the online tuner's current value)
-  bool online_tuning = false;   // knobs adjusted online (see LoaderOptions)
-  int64_t tuner_moves = 0;      // knob changes the online tuner made
-  int64_t batch_bytes = 0;           // one batch buffer
+  int prefetch = 0;            // batches filled ahead (the online tuner's current value)
+  bool online_tuning = false;  // knobs adjusted online (see LoaderOptions)
+  int64_t tuner_moves = 0;     // knob changes the online tuner made
+  int64_t batch_bytes = 0;     // one batch buffer
   // Where the fused GPU stages run: "cpu" or "cuda:N".
   std::string device = "cpu";
   // Conditions the loader worked around (e.g. a plan with GPU stages on a
@@ -187,10 +279,13 @@ class Loader {
   // The next batch; empty optional at the end of an epoch (see above).
   Result<std::optional<Batch>> Next();
 
+  // Where the loader is (LoaderState: complete with strict ordering or one
+  // rank, else this rank's state).
   LoaderState State() const;
-  // Continues from `state`: cancels in-flight work and restarts there.
-  // Errors: kInvalidArgument when the spec hash differs or the position is
-  // past the epoch or not a multiple of the batch size.
+  // Continues from `state` (see LoaderState): cancels in-flight work and
+  // restarts there. Errors: kInvalidArgument when the spec hash, sample count
+  // or batch size differ, the consumed set is not within the epoch, or a rank
+  // state is for another rank or world size.
   Status Restore(const LoaderState& state);
 
   LoaderStats Stats() const;

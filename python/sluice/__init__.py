@@ -57,6 +57,8 @@ __all__ = [
     "UnsupportedError",
     "VersionMismatchError",
     "InternalError",
+    "merge_states",
+    "local_rank",
 ]
 
 # The version in the repository's VERSION file, compiled into the extension.
@@ -319,15 +321,24 @@ class Loader:
         return self._core.batches_per_epoch
 
     def state_dict(self) -> Dict[str, Any]:
-        """Where the loader is: {epoch, position, spec_hash}. Plain values;
-        pickle or JSON them with the checkpoint."""
+        """Where the job is (LoaderState, docs/distributed.md): {epoch,
+        position, spec_hash, samples, batch_size, consumed: [[begin, end]...],
+        order_world_size, world_size, rank, rank_position, rank_ahead}. Plain
+        ints, strings and lists; pickle or JSON them with the checkpoint.
+        Strict ordering (or one rank): a complete state (world_size 0), the
+        same on every rank in lockstep, restorable on any world size. Relaxed
+        ordering with several ranks: this rank's state; merge_states() the
+        states of all ranks."""
         return self._core.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continues from `state` (from state_dict(), possibly of another loader
-        of the same spec): the next batch is the one that loader would have
-        yielded next. Errors: InvalidArgumentError for another spec's state or a
-        position past the epoch."""
+        """Continues from `state`: a complete state on any rank of any world
+        size (the rest of the epoch, each remaining sample once, equal batch
+        counts per rank; on the world size it was saved with, exactly the
+        batches that loader would have yielded next), or a rank state on its
+        own rank and world size. Errors: InvalidArgumentError for another
+        spec's or dataset's state, a consumed set outside the epoch, a rank
+        state of another rank."""
         self._core.load_state_dict(dict(state))
 
     def set_epoch(self, epoch: int) -> None:
@@ -381,5 +392,29 @@ class Loader:
     @property
     def plan(self) -> Plan:
         return self._plan
+def merge_states(states: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The complete state of a job from its ranks' state_dict()s (C++
+    sluice::MergeStates): equal complete states (strict ordering in lockstep)
+    give that state; the rank states of every rank of a relaxed job give the
+    union of what each delivered. The result restores on any world size.
+    Errors: InvalidArgumentError naming the mismatch (a rank missing or
+    twice, another epoch or spec, complete states that differ)."""
+    result = _sluice.merge_states([dict(s) for s in states])
+    if "error" in result:
+        e = result["error"]
+        _sluice.raise_error(e["code"], e["message"], e["hint"])
+    return result
+
+
+def local_rank() -> int:
+    """torchrun's LOCAL_RANK (the process's rank on its machine, for picking a
+    device); 0 when unset. It does not change which samples a rank reads."""
+    result = _sluice.local_rank()
+    if isinstance(result, dict):
+        e = result["error"]
+        _sluice.raise_error(e["code"], e["message"], e["hint"])
+    return result
+
+
 from .tuning import profile, tune  # noqa: E402,F401  (sluice.profile, Plan.tune)
 from .datasets import pack  # noqa: E402,F401  (sluice.pack)

@@ -15,7 +15,21 @@ batches always leave the runtime in host memory.)
 
 Sharding: rank and world_size come from torch.distributed when it is
 initialized, else the RANK / WORLD_SIZE environment variables (torchrun), else
-0 of 1 — unless given explicitly.
+0 of 1 — unless given explicitly. local_device() picks cuda:LOCAL_RANK.
+
+The loader follows torchdata's StatefulDataLoader conventions (docs/
+distributed.md): state_dict() / load_state_dict() with plain checkpoint types,
+set_epoch(), len(); in a DDP loop:
+
+    loader = sluice.torch.loader(plan)                # rank/world from torch.distributed
+    loader.load_state_dict(ckpt["loader"])            # optional: resume, on any world size
+    for epoch in range(start, epochs):
+        loader.set_epoch(epoch)                       # keeps a restored mid-epoch position
+        for batch in loader:                          # this rank's batches of the epoch
+            ...
+            if step % 100 == 0:
+                state = sluice.torch.gather_state_dict(loader)   # every rank calls it
+                if dist.get_rank() == 0: torch.save({"loader": state, ...}, path)
 """
 
 from __future__ import annotations
@@ -41,8 +55,37 @@ def distributed_rank_world() -> "tuple[Optional[int], Optional[int]]":
     return None, None
 
 
-class TorchLoader:
-    """Wraps a sluice.Loader; iterating yields {field: torch.Tensor}."""
+def local_device() -> _torch.device:
+    """cuda:LOCAL_RANK when CUDA is available (LOCAL_RANK from torchrun, 0
+    when unset), else cpu."""
+    from . import local_rank
+
+    if _torch.cuda.is_available():
+        return _torch.device("cuda", local_rank())
+    return _torch.device("cpu")
+
+
+def gather_state_dict(loader: "StatefulDataLoader", group: Any = None) -> Dict[str, Any]:
+    """The job's complete state, the same on every rank: all-gathers every
+    rank's state_dict() over torch.distributed (a collective: every rank must
+    call it) and merges them (sluice.merge_states). Without an initialized
+    process group, loader.state_dict() merged alone (one rank)."""
+    from . import merge_states
+
+    state = loader.state_dict()
+    dist = getattr(_torch, "distributed", None)
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return merge_states([state])
+    states: List[Any] = [None] * dist.get_world_size(group)
+    dist.all_gather_object(states, state, group=group)
+    return merge_states(states)
+
+
+class StatefulDataLoader:
+    """Wraps a sluice.Loader like torchdata's StatefulDataLoader: iterating
+    yields {field: torch.Tensor} for the rest of the current epoch;
+    state_dict()/load_state_dict() save and restore the position (plain ints,
+    strings and lists); set_epoch(); len() = batches per epoch on this rank."""
 
     def __init__(self, loader: _Loader, pin_memory: bool = False,
                  device: "Optional[str | _torch.device]" = None) -> None:
@@ -71,7 +114,7 @@ class TorchLoader:
             out[name] = x
         return out
 
-    def __iter__(self) -> "TorchLoader":
+    def __iter__(self) -> "StatefulDataLoader":
         self._it = iter(self._loader)
         return self
 
@@ -86,12 +129,25 @@ class TorchLoader:
         return len(self._loader)
 
     def state_dict(self) -> Dict[str, Any]:
+        """sluice.Loader.state_dict(): complete with strict ordering (the
+        same on every rank in lockstep), else this rank's; see
+        gather_state_dict for one state of the whole job."""
         return self._loader.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores a state_dict() / gather_state_dict() (on any world size
+        for a complete state). The next iteration continues there."""
+        self._it = None
         self._loader.load_state_dict(state)
 
     def set_epoch(self, epoch: int) -> None:
+        """Starts `epoch` from its beginning, unless the loader is already in
+        `epoch` (fresh, or restored mid-epoch by load_state_dict): then it
+        stays where it is, so calling set_epoch at the top of every epoch (as
+        with DistributedSampler) keeps a resumed position."""
+        if int(self._loader.state_dict()["epoch"]) == int(epoch):
+            return
+        self._it = None
         self._loader.set_epoch(epoch)
 
     def stats(self) -> Dict[str, Any]:
@@ -107,8 +163,10 @@ class TorchLoader:
 
 def loader(plan: _Plan, rank: Optional[int] = None, world_size: Optional[int] = None,
            epoch: int = 0, seed: Optional[int] = None, pin_memory: bool = False,
-           device: "Optional[str | _torch.device]" = None, **overrides: Any) -> TorchLoader:
-    """A loader over `plan` yielding torch tensors (see the module doc)."""
+           device: "Optional[str | _torch.device]" = None, **overrides: Any) -> StatefulDataLoader:
+    """A loader over `plan` yielding torch tensors (see the module doc).
+    pin_memory: page-locked host copies (needs CUDA); device: where batches
+    go (e.g. local_device()), with non_blocking copies."""
     if rank is None and world_size is None:
         rank, world_size = distributed_rank_world()
     if device is None:
@@ -116,4 +174,7 @@ def loader(plan: _Plan, rank: Optional[int] = None, world_size: Optional[int] = 
         if out_device.startswith("cuda"):
             device = out_device
     inner = plan.loader(rank=rank, world_size=world_size, epoch=epoch, seed=seed, **overrides)
-    return TorchLoader(inner, pin_memory=pin_memory, device=device)
+    return StatefulDataLoader(inner, pin_memory=pin_memory, device=device)
+
+
+TorchLoader = StatefulDataLoader  # the earlier name

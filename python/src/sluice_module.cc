@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
+#include "python/src/state_bindings.h"
 #include "runtime/device/cuda_driver.h"
 #include "runtime/plan/plan_internal.h"
 #include "sluice/compiler.h"
@@ -414,15 +415,7 @@ class PyLoader {
     return out;
   }
 
-  py::dict StateDict() const {
-    LoaderState s = loader_.State();
-    py::dict d;
-    d["epoch"] = s.epoch;
-    d["position"] = s.position;
-    d["spec_hash"] = s.spec_hash;
-    d["delivered_ahead"] = s.delivered_ahead;
-    return d;
-  }
+  py::dict StateDict() const { return StateToDict(loader_.State()); }
 
   void Restore(const LoaderState& s) {
     Status st;
@@ -434,29 +427,14 @@ class PyLoader {
     Check(st);
   }
 
-  void LoadStateDict(const py::dict& d) {
-    for (const char* key : {"epoch", "position", "spec_hash"}) {
-      if (!d.contains(key)) {
-        RaiseError(Error{ErrorCode::kInvalidArgument,
-                         std::string("state dict has no `") + key + "`",
-                         "pass what loader.state_dict() returned"});
-      }
-    }
-    LoaderState s;
-    s.epoch = d["epoch"].cast<uint64_t>();
-    s.position = d["position"].cast<uint64_t>();
-    s.spec_hash = d["spec_hash"].cast<std::string>();
-    if (d.contains("delivered_ahead")) {  // absent in a state saved before it existed
-      s.delivered_ahead = d["delivered_ahead"].cast<std::vector<uint64_t>>();
-    }
-    Restore(s);
-  }
+  void LoadStateDict(const py::dict& d) { Restore(Unwrap(StateFromDict(d))); }
 
   void SetEpoch(uint64_t epoch) {
     LoaderState s;
     s.epoch = epoch;
-    s.position = 0;
     s.spec_hash = plan_->spec_hash();
+    s.samples = loader_.dataset_size();
+    s.batch_size = static_cast<uint64_t>(loader_.batch_size());
     Restore(s);
   }
 
@@ -575,6 +553,7 @@ PYBIND11_MODULE(_sluice, m) {
   RegisterErrors(m);
   BindTuning(m);
   BindPack(m);
+  BindState(m);
 
   m.def(
       "compile_spec",

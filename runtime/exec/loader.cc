@@ -1,11 +1,16 @@
 // sluice::Loader and sluice::Batch: thin handles over runtime::LoaderCore.
 #include "sluice/loader.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <string_view>
 
 #include "runtime/exec/loader_core.h"
+#include "runtime/sampling/epoch_sampler.h"
+#include "runtime/sampling/segment.h"
 
 namespace sluice {
 
@@ -48,47 +53,212 @@ const TensorView* Batch::field(const std::string& name) const {
 }
 
 // ---- LoaderState ----
+namespace {
+
+std::string JoinList(const std::vector<uint64_t>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out;
+}
+
+bool ParseU64(std::string_view digits, uint64_t& out) {
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+  return ec == std::errc() && ptr == digits.data() + digits.size() && !digits.empty();
+}
+
+bool ParseInt(std::string_view digits, int& out) {
+  uint64_t v = 0;
+  if (!ParseU64(digits, v) || v > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    return false;
+  }
+  out = static_cast<int>(v);
+  return true;
+}
+
+// "I,J,K" -> values; false for an empty or malformed list.
+bool ParseList(std::string_view list, std::vector<uint64_t>& out) {
+  while (true) {
+    const size_t comma = list.find(',');
+    uint64_t v = 0;
+    if (!ParseU64(list.substr(0, comma), v)) return false;
+    out.push_back(v);
+    if (comma == std::string_view::npos) return true;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace
+
+uint64_t LoaderState::consumed_count() const {
+  uint64_t count = position;
+  for (const PositionRange& r : consumed) count += r.end - r.begin;
+  return count;
+}
+
 std::string LoaderState::ToString() const {
-  std::string text = "sluice-state v1 epoch=" + std::to_string(epoch) +
-                     " position=" + std::to_string(position) + " spec=" + spec_hash;
-  for (size_t i = 0; i < delivered_ahead.size(); ++i) {
-    text += (i == 0 ? " ahead=" : ",") + std::to_string(delivered_ahead[i]);
+  std::string text = "sluice-state v2 epoch=" + std::to_string(epoch) +
+                     " position=" + std::to_string(position) + " spec=" + spec_hash +
+                     " samples=" + std::to_string(samples) + " batch=" + std::to_string(batch_size);
+  for (size_t i = 0; i < consumed.size(); ++i) {
+    text += (i == 0 ? " consumed=" : ",") + std::to_string(consumed[i].begin) + "-" +
+            std::to_string(consumed[i].end);
+  }
+  if (order_world_size > 0) text += " order_world=" + std::to_string(order_world_size);
+  if (world_size > 0) {
+    text += " rank=" + std::to_string(rank) + "/" + std::to_string(world_size) +
+            " rank_position=" + std::to_string(rank_position);
+    if (!rank_ahead.empty()) text += " rank_ahead=" + JoinList(rank_ahead);
   }
   return text;
 }
 
 Result<LoaderState> LoaderState::FromString(const std::string& text) {
   std::istringstream in(text);
-  std::string magic, version, e, p, s, a, rest;
-  in >> magic >> version >> e >> p >> s >> a >> rest;
+  std::string magic, version;
+  in >> magic >> version;
   auto bad = [&] {
     return MakeError(ErrorCode::kInvalidArgument, "not a loader state: `" + text + "`",
-                     "expected `sluice-state v1 epoch=E position=P spec=HASH [ahead=I,J,...]`");
+                     "expected `sluice-state v2 epoch=E position=P spec=HASH samples=N batch=B "
+                     "[consumed=B-E,...] [order_world=W] [rank=R/M rank_position=Q "
+                     "[rank_ahead=I,...]]`");
   };
-  if (magic != "sluice-state" || version != "v1" || !e.starts_with("epoch=") ||
-      !p.starts_with("position=") || !s.starts_with("spec=") ||
-      !(a.empty() || a.starts_with("ahead=")) || !rest.empty()) {
-    return bad();
+  if (magic != "sluice-state") return bad();
+  if (version == "v1") {
+    return MakeError(ErrorCode::kVersionMismatch,
+                     "loader state `" + text + "` is version 1 (rank-local positions)",
+                     "this release reads version 2 states; restart the epoch with set_epoch");
   }
+  if (version != "v2") return bad();
   LoaderState state;
-  auto parse = [](std::string_view digits, uint64_t& out) {
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-    return ec == std::errc() && ptr == digits.data() + digits.size() && !digits.empty();
-  };
-  if (!parse(e.substr(6), state.epoch) || !parse(p.substr(9), state.position)) return bad();
-  state.spec_hash = s.substr(5);
-  if (!a.empty()) {
-    std::string_view list = std::string_view(a).substr(6);
-    while (true) {
-      const size_t comma = list.find(',');
-      uint64_t index = 0;
-      if (!parse(list.substr(0, comma), index)) return bad();
-      state.delivered_ahead.push_back(index);
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
+  bool has_epoch = false, has_position = false, has_spec = false, has_samples = false,
+       has_batch = false;
+  std::string token;
+  while (in >> token) {
+    const size_t eq = token.find('=');
+    if (eq == std::string::npos) return bad();
+    const std::string_view key = std::string_view(token).substr(0, eq);
+    const std::string_view value = std::string_view(token).substr(eq + 1);
+    bool ok = true;
+    if (key == "epoch") {
+      ok = ParseU64(value, state.epoch) && !has_epoch;
+      has_epoch = true;
+    } else if (key == "position") {
+      ok = ParseU64(value, state.position) && !has_position;
+      has_position = true;
+    } else if (key == "spec") {
+      state.spec_hash = std::string(value);
+      ok = !has_spec;
+      has_spec = true;
+    } else if (key == "samples") {
+      ok = ParseU64(value, state.samples) && !has_samples;
+      has_samples = true;
+    } else if (key == "batch") {
+      ok = ParseU64(value, state.batch_size) && !has_batch;
+      has_batch = true;
+    } else if (key == "consumed") {
+      std::string_view list = value;
+      while (ok) {
+        const size_t comma = list.find(',');
+        const std::string_view item = list.substr(0, comma);
+        const size_t dash = item.find('-');
+        PositionRange r;
+        ok = dash != std::string_view::npos && ParseU64(item.substr(0, dash), r.begin) &&
+             ParseU64(item.substr(dash + 1), r.end);
+        state.consumed.push_back(r);
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+      }
+    } else if (key == "order_world") {
+      ok = ParseInt(value, state.order_world_size);
+    } else if (key == "rank") {
+      const size_t slash = value.find('/');
+      ok = slash != std::string_view::npos && ParseInt(value.substr(0, slash), state.rank) &&
+           ParseInt(value.substr(slash + 1), state.world_size) && state.world_size > 0 &&
+           state.rank < state.world_size;
+    } else if (key == "rank_position") {
+      ok = ParseU64(value, state.rank_position);
+    } else if (key == "rank_ahead") {
+      ok = ParseList(value, state.rank_ahead);
+    } else {
+      ok = false;
     }
+    if (!ok) return bad();
   }
+  if (!has_epoch || !has_position || !has_spec || !has_samples || !has_batch) return bad();
   return state;
+}
+
+Result<LoaderState> MergeStates(const std::vector<LoaderState>& states) {
+  auto fail = [](size_t i, const std::string& why) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cannot merge loader states: state " + std::to_string(i) + " " + why,
+                     "pass the State() of every rank of one job, taken at the same step");
+  };
+  if (states.empty()) return fail(0, "is missing (no states given)");
+  const LoaderState& first = states[0];
+  for (size_t i = 1; i < states.size(); ++i) {
+    const LoaderState& s = states[i];
+    if (s.spec_hash != first.spec_hash || s.samples != first.samples ||
+        s.batch_size != first.batch_size) {
+      return fail(i, "is for another spec, sample count or batch size than state 0");
+    }
+    if (s.epoch != first.epoch) {
+      return fail(i, "is in epoch " + std::to_string(s.epoch) + ", state 0 in epoch " +
+                         std::to_string(first.epoch) + " (ranks not in lockstep)");
+    }
+    if (s.complete() != first.complete()) return fail(i, "mixes complete and rank states");
+  }
+  if (first.complete()) {
+    for (size_t i = 1; i < states.size(); ++i) {
+      if (!(states[i] == first)) {
+        return fail(i,
+                    "differs from state 0: strict-ordering states are the same on every "
+                    "rank only when the ranks delivered the same number of batches");
+      }
+    }
+    return first;
+  }
+  const int world = first.world_size;
+  std::vector<bool> seen(static_cast<size_t>(world), false);
+  for (size_t i = 0; i < states.size(); ++i) {
+    const LoaderState& s = states[i];
+    if (s.world_size != world || s.position != first.position || s.consumed != first.consumed ||
+        s.order_world_size != first.order_world_size) {
+      return fail(i, "is from another segment (world size or consumed set) than state 0");
+    }
+    if (seen[static_cast<size_t>(s.rank)]) return fail(i, "repeats rank " + std::to_string(s.rank));
+    seen[static_cast<size_t>(s.rank)] = true;
+  }
+  if (states.size() != static_cast<size_t>(world)) {
+    return fail(states.size(), "is missing: " + std::to_string(states.size()) + " states for " +
+                                   std::to_string(world) + " ranks");
+  }
+  std::vector<runtime::PosRange> ranges;
+  for (const PositionRange& r : first.consumed) ranges.push_back({r.begin, r.end});
+  const runtime::ConsumedSet base(first.position, std::move(ranges), first.order_world_size);
+  runtime::SegmentLayout layout;
+  layout.real = first.samples - std::min(first.samples, base.count());
+  layout.batch = std::max<uint64_t>(first.batch_size, 1);
+  layout.world = world;
+  layout.contiguous = first.order_world_size > 0;
+  runtime::ConsumedSet all = base;
+  for (const LoaderState& s : states) {
+    runtime::AddRankBatches(all, base, layout, s.rank, s.rank_position / layout.batch,
+                            s.rank_ahead);
+  }
+  LoaderState out;
+  out.epoch = first.epoch;
+  out.spec_hash = first.spec_hash;
+  out.samples = first.samples;
+  out.batch_size = first.batch_size;
+  out.position = all.prefix();
+  for (const runtime::PosRange& r : all.ranges()) out.consumed.push_back({r.begin, r.end});
+  out.order_world_size = all.empty() ? 0 : first.order_world_size;
+  return out;
+}
+
+Result<int> LocalRankFromEnvironment() {
+  return runtime::ParseLocalRank(std::getenv("LOCAL_RANK"));
 }
 
 // ---- Loader ----

@@ -61,7 +61,7 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
   }
   SLUICE_RETURN_IF_ERROR(core->AllocatePools(std::move(device)));
   std::unique_lock lock(core->mutex_);
-  core->StartEpochLocked(c.first_epoch, 0);
+  core->StartEpochLocked(c.first_epoch);
   core->PumpLocked();
   return core;
 }
@@ -185,20 +185,27 @@ void LoaderCore::WaitIdleLocked(std::unique_lock<std::mutex>& lock) {
 
 // ---- Epochs ----
 
-void LoaderCore::StartEpochLocked(uint64_t epoch, uint64_t position,
-                                  const std::vector<uint64_t>& delivered_ahead) {
+void LoaderCore::StartEpochLocked(uint64_t epoch, const ConsumedSet& consumed,
+                                  uint64_t first_batches, const std::vector<uint64_t>& ahead,
+                                  uint64_t index_offset) {
   epoch_ = epoch;
-  order_.emplace(sampler_->Epoch(epoch));
-  sched_pos_ = position;
+  order_.emplace(sampler_->Segment(epoch, consumed));
+  const uint64_t b = static_cast<uint64_t>(config_.batch_size);
+  seg_batches_ = order_->size() / b;
+  index_offset_ = index_offset;
   fill_buffer_ = -1;
-  deliver_next_ = position / static_cast<uint64_t>(config_.batch_size);
+  delivered_.assign(seg_batches_, false);
+  deliver_next_ = std::min(first_batches, seg_batches_);
   delivered_in_epoch_ = deliver_next_;
-  delivered_.assign(batches_per_epoch(), false);
-  for (uint64_t k = 0; k < deliver_next_ && k < delivered_.size(); ++k) delivered_[k] = true;
-  for (uint64_t k : delivered_ahead) {
-    delivered_[k] = true;
-    ++delivered_in_epoch_;
+  for (uint64_t k = 0; k < deliver_next_; ++k) delivered_[k] = true;
+  for (uint64_t k : ahead) {
+    if (k < seg_batches_ && !delivered_[k]) {
+      delivered_[k] = true;
+      ++delivered_in_epoch_;
+    }
   }
+  while (deliver_next_ < seg_batches_ && delivered_[deliver_next_]) ++deliver_next_;
+  sched_pos_ = deliver_next_ * b;
   SkipDeliveredBatchesLocked();
   ledger_->StartEpoch(epoch);
 }
@@ -213,7 +220,7 @@ void LoaderCore::SkipDeliveredBatchesLocked() {
 
 bool LoaderCore::WorkAvailableLocked() const {
   if (stopping_ || fatal_) return false;
-  if (sched_pos_ >= sampler_->samples_per_rank()) return false;
+  if (sched_pos_ >= order_->size()) return false;
   if (sched_pos_ % static_cast<uint64_t>(config_.batch_size) != 0) return true;
   // A new batch needs a free buffer, and at most prefetch_cap_ + 1 buffers in
   // the loader's hands (filling, transferring or ready; the pool has
@@ -445,7 +452,7 @@ Batch LoaderCore::MakeBatchLocked(int buffer) {
   batch.buffer_ = buffer;
   batch.size_ = config_.batch_size;
   batch.epoch_ = b.epoch;
-  batch.index_ = b.index;
+  batch.index_ = b.index + index_offset_;
   batch.samples_ = b.samples;
   if (gpu_) batch.cuda_event_ = gpu_->event(buffer);
   for (const FieldLayout& f : config_.fields) {
@@ -532,9 +539,9 @@ Result<std::optional<Batch>> LoaderCore::Next() {
       done_waiting();
       return std::unexpected(*fatal_);
     }
-    if (delivered_in_epoch_ >= batches_per_epoch()) {
+    if (delivered_in_epoch_ >= seg_batches_) {
       // End of epoch: report it once, then start the next.
-      StartEpochLocked(epoch_ + 1, 0);
+      StartEpochLocked(epoch_ + 1);
       PumpLocked();
       done_waiting();
       return std::optional<Batch>();
@@ -617,17 +624,99 @@ LoaderState LoaderCore::State() const {
   std::unique_lock lock(mutex_);
   LoaderState s;
   s.spec_hash = config_.spec_hash;
-  if (delivered_in_epoch_ >= batches_per_epoch()) {
-    s.epoch = epoch_ + 1;
-    s.position = 0;
-  } else {
-    s.epoch = epoch_;
-    s.position = deliver_next_ * static_cast<uint64_t>(config_.batch_size);
-    for (uint64_t k = deliver_next_ + 1; k < delivered_.size(); ++k) {
-      if (delivered_[k]) s.delivered_ahead.push_back(k);
-    }
+  s.samples = source_->size();
+  s.batch_size = static_cast<uint64_t>(config_.batch_size);
+  if (delivered_in_epoch_ >= seg_batches_) {
+    s.epoch = epoch_ + 1;  // nothing of it consumed: any world size
+    return s;
   }
+  s.epoch = epoch_;
+  const ConsumedSet& base = order_->base();
+  const SegmentLayout& layout = order_->layout();
+  const int world = config_.sampler.world_size, rank = config_.sampler.rank;
+  // shard_shuffle's O is built for the segment's order_world, or this world
+  // size in a fresh epoch.
+  const int order_world = !layout.contiguous ? 0 : base.order_world() ? base.order_world() : world;
+  std::vector<uint64_t> ahead;
+  for (uint64_t k = deliver_next_ + 1; k < delivered_.size(); ++k) {
+    if (delivered_[k]) ahead.push_back(k);
+  }
+  auto put = [&s](const ConsumedSet& c, int w) {
+    s.position = c.prefix();
+    for (const PosRange& r : c.ranges()) s.consumed.push_back({r.begin, r.end});
+    s.order_world_size = c.empty() ? 0 : w;
+  };
+  if (!config_.relaxed || world == 1) {
+    ConsumedSet c = base;
+    if (!config_.relaxed) AddLockstep(c, base, layout, deliver_next_);  // ranks in lockstep
+    AddRankBatches(c, base, layout, rank, deliver_next_, ahead);
+    put(c, order_world);
+    return s;
+  }
+  put(base, order_world);
+  s.order_world_size = order_world;  // a rank state always names it
+  s.world_size = world;
+  s.rank = rank;
+  s.rank_position = deliver_next_ * static_cast<uint64_t>(config_.batch_size);
+  s.rank_ahead = std::move(ahead);
   return s;
+}
+
+Result<ConsumedSet> LoaderCore::StateConsumed(const LoaderState& state) const {
+  const uint64_t n = source_->size();
+  uint64_t after = state.position;
+  for (const PositionRange& r : state.consumed) {
+    if (r.begin <= after || r.end <= r.begin || r.end > n) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "loader state's consumed range " + std::to_string(r.begin) + "-" +
+                           std::to_string(r.end) + " is not ascending after position " +
+                           std::to_string(state.position) + " within the epoch's " +
+                           std::to_string(n) + " samples",
+                       "restore a state saved by a loader of the same plan and data");
+    }
+    after = r.end;
+  }
+  if (state.position > n) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "loader state position " + std::to_string(state.position) +
+                         " is past the epoch's " + std::to_string(n) + " samples");
+  }
+  std::vector<PosRange> ranges;
+  for (const PositionRange& r : state.consumed) ranges.push_back({r.begin, r.end});
+  ConsumedSet c(state.position, std::move(ranges), state.order_world_size);
+  if (config_.sampler.order == SampleOrder::kShardShuffle && !c.empty() &&
+      state.order_world_size <= 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a shard_shuffle loader state with consumed samples must name "
+                     "order_world_size (the world size the epoch's order was built for)");
+  }
+  if (config_.sampler.order != SampleOrder::kShardShuffle) c.set_order_world(0);
+  return c;
+}
+
+std::optional<std::vector<uint64_t>> LoaderCore::FreshEpochBatches(
+    const ConsumedSet& consumed) const {
+  const int world = config_.sampler.world_size;
+  if (consumed.order_world() != 0 && consumed.order_world() != world) return std::nullopt;
+  const ConsumedSet none;
+  const SegmentLayout layout = sampler_->Layout(none);
+  const uint64_t batches = layout.batches_per_rank();
+  std::vector<uint64_t> mine;
+  uint64_t covered = 0, count0 = 0;
+  for (int r = 0; r < world; ++r) {
+    uint64_t count = 0;
+    for (uint64_t k = 0; k < batches; ++k) {
+      const PosRange u = layout.BatchU(r, k);
+      if (u.begin == u.end || !consumed.Contains(u.begin, u.end)) continue;
+      covered += u.end - u.begin;
+      ++count;
+      if (r == config_.sampler.rank) mine.push_back(k);
+    }
+    if (r == 0) count0 = count;
+    if (count != count0) return std::nullopt;
+  }
+  if (covered != consumed.count()) return std::nullopt;
+  return mine;
 }
 
 Status LoaderCore::CheckRestoreState(const LoaderState& state) const {
@@ -638,20 +727,37 @@ Status LoaderCore::CheckRestoreState(const LoaderState& state) const {
         "restore a state saved by a loader of the same plan");
   }
   const uint64_t b = static_cast<uint64_t>(config_.batch_size);
-  if (state.position % b != 0 || state.position > sampler_->samples_per_rank()) {
+  if (state.samples != source_->size() || state.batch_size != b) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "loader state position " + std::to_string(state.position) +
-                         " is not a batch boundary within the epoch (" +
-                         std::to_string(sampler_->samples_per_rank()) + " samples per epoch)");
+                     "loader state is for " + std::to_string(state.samples) +
+                         " samples in batches of " + std::to_string(state.batch_size) +
+                         ", this loader has " + std::to_string(source_->size()) +
+                         " in batches of " + std::to_string(b),
+                     "restore a state saved by a loader of the same plan and data");
   }
-  uint64_t after = state.position / b;  // each index must exceed the one before
-  for (uint64_t k : state.delivered_ahead) {
-    if (k <= after || k >= batches_per_epoch()) {
+  if (state.complete()) return Ok();
+  const int world = config_.sampler.world_size, rank = config_.sampler.rank;
+  if (state.world_size != world || state.rank != rank) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "loader state is rank " + std::to_string(state.rank) + "'s of " +
+                         std::to_string(state.world_size) +
+                         " (relaxed ordering); this loader is rank " + std::to_string(rank) +
+                         " of " + std::to_string(world),
+                     "merge every rank's state with MergeStates (Python: sluice.merge_states) and "
+                     "restore the result, which works on any world size");
+  }
+  if (state.rank_position % b != 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "loader state rank_position " +
+                                                      std::to_string(state.rank_position) +
+                                                      " is not a batch boundary");
+  }
+  uint64_t after = state.rank_position / b;  // each index must exceed the one before
+  for (uint64_t k : state.rank_ahead) {
+    if (k <= after) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "loader state's delivered batch " + std::to_string(k) +
-                           " is not after batch " + std::to_string(state.position / b) +
-                           " in ascending order within the epoch (" +
-                           std::to_string(batches_per_epoch()) + " batches per epoch)",
+                           " is not after batch " + std::to_string(state.rank_position / b) +
+                           " in ascending order",
                        "restore a state saved by a loader of the same plan");
     }
     after = k;
@@ -661,6 +767,10 @@ Status LoaderCore::CheckRestoreState(const LoaderState& state) const {
 
 Status LoaderCore::Restore(const LoaderState& state) {
   SLUICE_RETURN_IF_ERROR(CheckRestoreState(state));
+  auto consumed = StateConsumed(state);
+  if (!consumed) return std::unexpected(consumed.error());
+  std::optional<std::vector<uint64_t>> fresh;
+  if (state.complete()) fresh = FreshEpochBatches(*consumed);
   std::unique_lock lock(mutex_);
   const bool was_stopping = stopping_;
   stopping_ = true;  // no new jobs while draining
@@ -670,7 +780,17 @@ Status LoaderCore::Restore(const LoaderState& state) {
     if (buf.state != BufferState::kHeld) buf.state = BufferState::kFree;
   }
   fatal_.reset();
-  StartEpochLocked(state.epoch, state.position, state.delivered_ahead);
+  const uint64_t per_step =
+      static_cast<uint64_t>(config_.sampler.world_size) * static_cast<uint64_t>(config_.batch_size);
+  if (!state.complete()) {
+    StartEpochLocked(state.epoch, *consumed,
+                     state.rank_position / static_cast<uint64_t>(config_.batch_size),
+                     state.rank_ahead, consumed->count() / per_step);
+  } else if (fresh) {
+    StartEpochLocked(state.epoch, {}, 0, *fresh, 0);  // the same epoch, exactly
+  } else {
+    StartEpochLocked(state.epoch, *consumed, 0, {}, consumed->count() / per_step);
+  }
   PumpLocked();
   return Ok();
 }

@@ -89,6 +89,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Called by ~Batch: the buffer goes back to the pool.
   void Release(int buffer);
 
+  // Of a fresh epoch (the current one may be a shorter segment after a
+  // restore: LoaderState).
   uint64_t batches_per_epoch() const { return sampler_->batches_per_rank(); }
   int64_t batch_size() const { return config_.batch_size; }
   size_t dataset_size() const { return source_->size(); }
@@ -160,15 +162,22 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // The ready buffer Next() hands out next (strict: the next batch index;
   // relaxed: the lowest ready one), or -1.
   int PickReadyLocked() const;
-  // Starts `epoch` at sample `position` (a batch boundary); the batches in
-  // `delivered_ahead` (after position, checked by Restore) count as delivered
-  // and are not produced again.
-  void StartEpochLocked(uint64_t epoch, uint64_t position,
-                        const std::vector<uint64_t>& delivered_ahead = {});
+  // Starts the segment of `epoch` after `consumed` (empty: the whole epoch);
+  // its batches [0, first_batches) and `ahead` (checked by Restore) count as
+  // delivered and are not produced again. Batch::index() = segment batch +
+  // index_offset.
+  void StartEpochLocked(uint64_t epoch, const ConsumedSet& consumed = {},
+                        uint64_t first_batches = 0, const std::vector<uint64_t>& ahead = {},
+                        uint64_t index_offset = 0);
   // Moves sched_pos_ past batches already delivered (only a restored relaxed
   // state has any ahead of it). Call at a batch boundary.
   void SkipDeliveredBatchesLocked();
   Status CheckRestoreState(const LoaderState& state) const;
+  // The consumed set a complete or rank state names (checked to lie in the epoch).
+  Result<ConsumedSet> StateConsumed(const LoaderState& state) const;
+  // When `consumed` is whole batches of a fresh epoch on this world size,
+  // the same number on every rank: this rank's delivered batches there.
+  std::optional<std::vector<uint64_t>> FreshEpochBatches(const ConsumedSet& consumed) const;
   void WaitIdleLocked(std::unique_lock<std::mutex>& lock);
   Batch MakeBatchLocked(int buffer);
   // Trace counters: in-flight samples and batches filling / ready (only when
@@ -208,6 +217,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::optional<EpochOrder> order_;  // of epoch_; read by workers only while they hold jobs
   uint64_t sched_pos_ = 0;           // next position to schedule
   int fill_buffer_ = -1;
+  uint64_t seg_batches_ = 0;   // batches of the current segment (order_)
+  uint64_t index_offset_ = 0;  // added to segment batch numbers for Batch::index()
   uint64_t deliver_next_ = 0;  // strict: next batch index to hand out
   uint64_t delivered_in_epoch_ = 0;
   std::vector<bool> delivered_;  // relaxed: which batches of the epoch were handed out

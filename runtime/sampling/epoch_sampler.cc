@@ -64,9 +64,9 @@ class SliceStream {
 };
 
 // The uniform slot draw of output step t: a hash keyed by (seed, epoch, rank).
-uint64_t DrawKey(const SamplerConfig& c, uint64_t epoch) {
+uint64_t DrawKey(const SamplerConfig& c, uint64_t epoch, int rank) {
   return Mix64(Mix64(c.seed ^ 0x243f6a8885a308d3ULL) ^ Mix64(epoch + 0x13198a2e03707344ULL) ^
-               Mix64(static_cast<uint64_t>(c.rank) ^ 0xa4093822299f31d0ULL));
+               Mix64(static_cast<uint64_t>(rank) ^ 0xa4093822299f31d0ULL));
 }
 uint64_t Slot(uint64_t key, uint64_t t, uint64_t slots) {
   const uint64_t h = Mix64(key + t * 0x9e3779b97f4a7c15ULL);
@@ -93,36 +93,67 @@ void ShuffleThroughBuffer(SliceStream& stream, uint64_t buffer, uint64_t key, ui
   }
 }
 
+// The first O position of rank r's outputs when O is built for w ranks.
+uint64_t RunStart(uint64_t n, int r, int w) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(n) * static_cast<unsigned>(r) /
+                               static_cast<unsigned>(w));
+}
+
+// shard_shuffle: out[i] = O(want[i].first) for O built for w ranks; `want`
+// sorted by position. Replays each rank's buffer whose outputs are wanted, up
+// to the last wanted step.
+template <typename T>
+void OrderValues(const SamplerConfig& c, uint64_t epoch, int w,
+                 const std::vector<std::pair<uint64_t, uint64_t>>& want, std::vector<T>& out) {
+  const uint64_t n = c.num_samples;
+  std::vector<T> replay;
+  size_t i = 0;
+  while (i < want.size()) {
+    const uint64_t j = want[i].first;
+    int r = static_cast<int>(static_cast<unsigned __int128>(j) * static_cast<unsigned>(w) / n);
+    while (r + 1 < w && RunStart(n, r + 1, w) <= j) ++r;
+    while (r > 0 && RunStart(n, r, w) > j) --r;
+    const uint64_t begin = RunStart(n, r, w), end = RunStart(n, r + 1, w);
+    size_t last = i;
+    while (last < want.size() && want[last].first < end) ++last;
+    SliceStream stream(c, epoch, begin, end - begin);
+    ShuffleThroughBuffer(stream, c.shuffle_buffer, DrawKey(c, epoch, r),
+                         want[last - 1].first - begin + 1, replay);
+    for (; i < last; ++i) out[want[i].second] = replay[want[i].first - begin];
+  }
+}
+
 }  // namespace
 
-EpochOrder::EpochOrder(const SamplerConfig& c, uint64_t samples_per_rank, uint64_t epoch)
+EpochOrder::EpochOrder(const SamplerConfig& c, const SegmentLayout& layout,
+                       std::shared_ptr<const ConsumedSet> base, uint64_t epoch)
     : n_(c.num_samples),
       rank_(c.rank),
-      world_size_(c.world_size),
       shuffle_(c.order == SampleOrder::kShuffle),
-      samples_per_rank_(samples_per_rank),
+      samples_per_rank_(layout.batches_per_rank() * c.batch_size),
+      layout_(layout),
+      base_(std::move(base)),
       perm_(c.num_samples, c.seed, epoch) {
-  if (c.order != SampleOrder::kShardShuffle || samples_per_rank == 0) return;
-  const auto w = static_cast<unsigned __int128>(c.world_size);
-  const auto begin =
-      static_cast<uint64_t>(c.num_samples * static_cast<unsigned __int128>(c.rank) / w);
-  const auto end =
-      static_cast<uint64_t>(c.num_samples * static_cast<unsigned __int128>(c.rank + 1) / w);
+  if (c.order != SampleOrder::kShardShuffle || samples_per_rank_ == 0) return;
+  const int w = base_->order_world() > 0 ? base_->order_world() : c.world_size;
+  // (O position, local position) of every slot. The real run is ascending in
+  // a fresh epoch (O(n / W)); padding, or a run across holes, is sorted apart
+  // and looked up with a second replay.
+  std::vector<std::pair<uint64_t, uint64_t>> want(static_cast<size_t>(samples_per_rank_));
+  for (uint64_t p = 0; p < samples_per_rank_; ++p) want[p] = {Position(p), p};
+  const auto split = std::is_sorted_until(want.begin(), want.end());
+  std::vector<std::pair<uint64_t, uint64_t>> rest(split, want.end());
+  want.erase(split, want.end());
+  std::sort(rest.begin(), rest.end());
   auto table = std::make_shared<Table>();
-  // drop: samples_per_rank <= floor(n / W) <= the slice; pad: the whole slice.
-  table->real = std::min(samples_per_rank, end - begin);
-  uint64_t steps = table->real;
-  uint64_t from = begin, length = end - begin;
-  if (steps == 0) {  // pad with an empty slice (n < W): repeat S[r mod n]
-    from = static_cast<uint64_t>(c.rank) % c.num_samples;
-    length = steps = 1;
-  }
-  SliceStream stream(c, epoch, from, length);
-  const uint64_t key = DrawKey(c, epoch);
   if (c.num_samples <= std::numeric_limits<uint32_t>::max()) {
-    ShuffleThroughBuffer(stream, c.shuffle_buffer, key, steps, table->narrow);
+    table->narrow.resize(static_cast<size_t>(samples_per_rank_));
+    OrderValues(c, epoch, w, want, table->narrow);
+    OrderValues(c, epoch, w, rest, table->narrow);
   } else {
-    ShuffleThroughBuffer(stream, c.shuffle_buffer, key, steps, table->wide);
+    table->wide.resize(static_cast<size_t>(samples_per_rank_));
+    OrderValues(c, epoch, w, want, table->wide);
+    OrderValues(c, epoch, w, rest, table->wide);
   }
   table_ = std::move(table);
 }
@@ -179,8 +210,19 @@ Result<EpochSampler> EpochSampler::Create(const SamplerConfig& c) {
   return EpochSampler(c, batches);
 }
 
-EpochOrder EpochSampler::Epoch(uint64_t epoch) const {
-  return EpochOrder(config_, samples_per_rank(), epoch);
+SegmentLayout EpochSampler::Layout(const ConsumedSet& consumed) const {
+  SegmentLayout l;
+  l.real = config_.num_samples - std::min(config_.num_samples, consumed.count());
+  l.batch = config_.batch_size;
+  l.world = config_.world_size;
+  l.contiguous = config_.order == SampleOrder::kShardShuffle;
+  l.pad = config_.remainder == Remainder::kPad;
+  return l;
+}
+
+EpochOrder EpochSampler::Segment(uint64_t epoch, const ConsumedSet& consumed) const {
+  return EpochOrder(config_, Layout(consumed), std::make_shared<const ConsumedSet>(consumed),
+                    epoch);
 }
 
 SamplerPosition EpochSampler::Advance(SamplerPosition at, uint64_t count) const {
@@ -225,6 +267,11 @@ Result<DistributedEnv> ParseDistributedEnv(const char* rank, const char* world_s
         "RANK=" + std::to_string(*r) + " is not below WORLD_SIZE=" + std::to_string(*w));
   }
   return DistributedEnv{*r, *w};
+}
+
+Result<int> ParseLocalRank(const char* local_rank) {
+  if (local_rank == nullptr) return 0;
+  return ParseEnvInt("LOCAL_RANK", local_rank);
 }
 
 Result<DistributedEnv> DistributedEnvFromEnvironment() {

@@ -1,48 +1,47 @@
 // Which sample indices each rank reads, in which order, in each epoch.
 //
-// order=shuffle and order=sequential. Global order of an epoch: G(j) = P(j)
-// for j in [0, n), where P is the IndexPermutation keyed by (seed, epoch) for
-// shuffle, or the identity for sequential. Sharding interleaves that order
-// over ranks like torch's DistributedSampler: rank r's local position p reads
-// global position j = p * world_size + r. Every rank gets the same number of
-// batches:
-//  - remainder=drop: batches_per_rank = floor(n / (world_size * batch_size));
-//    the last n mod (world_size * batch_size) global positions are dropped
-//    (with shuffle, different samples each epoch).
-//  - remainder=pad: batches_per_rank = ceil(n / (world_size * batch_size));
-//    positions j >= n wrap to G(j mod n), i.e. repeat the start of the
-//    epoch's order (IsPadding tells them apart; they repeat more than once
-//    only if world_size * batch_size > n).
-// Everything is random access: the index at (epoch, position) costs O(1).
+// Every epoch has one global order O of its n samples (positions 0..n-1):
+//  - shuffle: O(j) = P(j), the IndexPermutation keyed by (seed, epoch);
+//  - sequential: O(j) = j;
+//  - shard_shuffle (for shards read best in order, SamplerConfig::
+//    shard_starts), built for a world size W0 (the world size the epoch
+//    started on, ConsumedSet::order_world):
+//     1. The shard order is the IndexPermutation of [0, num_shards) keyed by
+//        (seed, epoch): shard Q(0) first, then Q(1), ...; S is the sequence of
+//        the n samples of the shards in that order (each shard in index order).
+//     2. Rank r of W0 streams its slice S[floor(r n / W0), floor((r + 1) n /
+//        W0)) (contiguous: whole shards, only slice edges split one) through a
+//        shuffle buffer of B = shuffle_buffer slots: the first min(B, L_r)
+//        samples fill it; output step t draws a slot uniformly with a hash
+//        keyed by (seed, epoch, r, t), outputs it, and refills the slot with
+//        the next stream sample (or, once the stream is exhausted, moves the
+//        last slot into it and shrinks the buffer). B = 1 reads the slice in
+//        stream order; output step t is one of the stream samples [0, t + B).
+//     3. O is rank 0's L_0 outputs, then rank 1's, ... (O positions
+//        [floor(r n / W0), floor((r + 1) n / W0)) are rank r's outputs).
 //
-// order=shard_shuffle (for shards read best in order, SamplerConfig::
-// shard_starts). Each epoch:
-//  1. The shard order is the IndexPermutation of [0, num_shards) keyed by
-//     (seed, epoch): shard Q(0) first, then Q(1), ...; S is the sequence of
-//     the n samples of the shards in that order (each shard in index order).
-//  2. Rank r's slice is S[floor(r n / W), floor((r + 1) n / W)) (W =
-//     world_size): contiguous, so a rank reads whole shards and only the
-//     slice edges split a shard. Its length L_r is floor(n / W) or ceil.
-//  3. The slice streams through a shuffle buffer of B = shuffle_buffer slots:
-//     the first min(B, L_r) samples fill it; output step t draws a slot
-//     uniformly with a hash keyed by (seed, epoch, rank, t), outputs it, and
-//     refills the slot with the next stream sample (or, once the stream is
-//     exhausted, moves the last slot into it and shrinks the buffer). B = 1
-//     reads the slice in stream order. Output step t is one of the stream
-//     samples [0, t + B): nothing is output before it was read.
-//  4. batches_per_rank follows the same rules as above. drop: the rank outputs
-//     the first floor(n / (W b)) * b steps (<= L_r); the samples of its slice
-//     not output by then (still in the buffer or unread) are dropped, fewer
-//     than W * b over all ranks, different ones each epoch. pad: after its L_r samples, local
-//     position p >= L_r repeats local position p mod L_r (the start of the rank's own order); a
-//     rank with an empty slice (only when n < W) repeats S[r mod n].
-// The rank's order is materialized once per epoch (EpochSampler::Epoch) into
-// a compact array (uint32 indices when n < 2^32): O(n / W) time and memory,
-// then O(1) per position, so resuming from (epoch, position) recomputes the
-// epoch and indexes it, exact mid-shard.
+// A segment (segment.h; LoaderState in include/sluice/loader.h) deals the
+// positions of O not in a consumed set (U, R of them, in O order) to the
+// world_size ranks; a fresh epoch is the segment with nothing consumed:
+//  - shuffle, sequential: rank-interleaved batches: rank r's local position p
+//    is U-index (floor(p / b) * W + r) * b + p mod b;
+//  - shard_shuffle: rank r reads the run U[floor(r R / W), floor((r + 1) R /
+//    W)) in order (in a fresh epoch: its own buffer's outputs, whole shards).
+//  - remainder=drop: batches_per_rank = floor(R / (W b)); the positions no rank
+//    reaches are dropped (fewer than W b; with shuffle, different ones each
+//    epoch).
+//  - remainder=pad: batches_per_rank = ceil(R / (W b)); slots past the real
+//    positions are padding (IsPadding): padding slot q (interleaved: U-index R
+//    + q; shard_shuffle: the rank's (k + 1)-th padding slot is q = k W + r)
+//    repeats O(q mod n).
+// shuffle and sequential are random access: the index at (epoch, position)
+// costs O(log consumed ranges). shard_shuffle materializes the rank's order
+// once per segment (EpochSampler::Segment) into a compact array (uint32
+// indices when n < 2^32): O(n / W) in a fresh epoch, replaying the buffers of
+// the W0 ranks whose outputs the run covers after a resize.
 //
 // In every order, within an epoch no sample is read twice across all ranks,
-// except pad's repeats, and (epoch, position) is the whole resume state.
+// except pad's repeats, across any sequence of segments.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +52,7 @@
 #include <vector>
 
 #include "runtime/sampling/permutation.h"
+#include "runtime/sampling/segment.h"
 #include "sluice/result.h"
 
 namespace sluice::runtime {
@@ -89,51 +89,53 @@ struct SamplerPosition {
   bool operator==(const SamplerPosition&) const = default;
 };
 
-// One epoch's order for one rank. shuffle/sequential: cheap to build (a few
-// hashes). shard_shuffle: built in O(n / world_size) (see above) and shared
-// by copies, so copying is cheap in every order.
+// One segment's order for one rank (a fresh epoch, or the rest of one after a
+// consumed set). shuffle/sequential: cheap to build. shard_shuffle: built in
+// O(n / world_size) (see above) and shared by copies, so copying is cheap in
+// every order.
 class EpochOrder {
  public:
   uint64_t size() const { return samples_per_rank_; }
   // Sample index at local position p < size().
   uint64_t operator[](uint64_t p) const {
     if (table_ != nullptr) return table_->At(p);
-    uint64_t j = GlobalPosition(p);
-    if (j >= n_) j %= n_;  // pad: repeat the start of the epoch's order
-    return shuffle_ ? perm_.Permute(j) : j;
+    return Global(Position(p));
   }
   // True if local position p is a pad repeat (remainder=pad only).
-  bool IsPadding(uint64_t p) const {
-    return table_ != nullptr ? p >= table_->real : GlobalPosition(p) >= n_;
-  }
+  bool IsPadding(uint64_t p) const { return !layout_.UIndex(rank_, p).has_value(); }
   // Writes the indices of positions [first, first + out.size()) into out;
   // requires first + out.size() <= size().
   void Fill(uint64_t first, std::span<uint64_t> out) const;
 
+  // The segment: what was consumed before it (its order_world is the one O
+  // uses) and how it deals the rest.
+  const ConsumedSet& base() const { return *base_; }
+  const SegmentLayout& layout() const { return layout_; }
+  int rank() const { return rank_; }
+
  private:
   friend class EpochSampler;
-  // A rank's materialized shard_shuffle order: `real` output steps (the rest
-  // of the epoch, pad only, wraps around them).
+  // A rank's materialized shard_shuffle order, padding included.
   struct Table {
     std::vector<uint32_t> narrow;  // used when n < 2^32
     std::vector<uint64_t> wide;    // else
-    uint64_t real = 0;
-    uint64_t At(uint64_t p) const {
-      const uint64_t len = narrow.empty() ? wide.size() : narrow.size();
-      if (p >= len) p %= len;
-      return narrow.empty() ? wide[p] : narrow[p];
-    }
+    uint64_t At(uint64_t p) const { return narrow.empty() ? wide[p] : narrow[p]; }
   };
-  EpochOrder(const SamplerConfig& c, uint64_t samples_per_rank, uint64_t epoch);
-  uint64_t GlobalPosition(uint64_t p) const {
-    return p * static_cast<uint64_t>(world_size_) + static_cast<uint64_t>(rank_);
+  EpochOrder(const SamplerConfig& c, const SegmentLayout& layout,
+             std::shared_ptr<const ConsumedSet> base, uint64_t epoch);
+  // The O position at local position p (padding: O(q mod n)).
+  uint64_t Position(uint64_t p) const {
+    if (auto u = layout_.UIndex(rank_, p)) return base_->Unconsumed(*u);
+    return layout_.PaddingSlot(rank_, p) % n_;
   }
+  uint64_t Global(uint64_t j) const { return shuffle_ ? perm_.Permute(j) : j; }
 
   uint64_t n_;
   int rank_;
-  int world_size_;
   bool shuffle_;
   uint64_t samples_per_rank_;
+  SegmentLayout layout_;
+  std::shared_ptr<const ConsumedSet> base_;
   IndexPermutation perm_;
   std::shared_ptr<const Table> table_;  // shard_shuffle only
 };
@@ -150,7 +152,12 @@ class EpochSampler {
   uint64_t samples_per_rank() const { return batches_per_rank_ * config_.batch_size; }
 
   // The rank's order of `epoch` (shard_shuffle: O(n / world_size), see above).
-  EpochOrder Epoch(uint64_t epoch) const;
+  EpochOrder Epoch(uint64_t epoch) const { return Segment(epoch, ConsumedSet()); }
+  // The rank's order of the rest of `epoch` after `consumed` (positions < n;
+  // for shard_shuffle a non-empty set names its order_world).
+  EpochOrder Segment(uint64_t epoch, const ConsumedSet& consumed) const;
+  // How a segment after `consumed` deals the rest (for any rank).
+  SegmentLayout Layout(const ConsumedSet& consumed) const;
   // Sample index at (epoch, position); position < samples_per_rank(). Builds
   // Epoch(at.epoch): O(1) except for shard_shuffle; hold an EpochOrder to read
   // many positions.
@@ -176,6 +183,9 @@ struct DistributedEnv {
 // -> rank 0 of 1. Errors (kInvalidArgument, naming the variable): only one
 // set, not a non-negative decimal integer, world_size 0, rank >= world_size.
 Result<DistributedEnv> ParseDistributedEnv(const char* rank, const char* world_size);
+// torchrun's LOCAL_RANK value (nullptr = unset -> 0). Errors
+// (kInvalidArgument): not a non-negative decimal integer.
+Result<int> ParseLocalRank(const char* local_rank);
 // ParseDistributedEnv(getenv("RANK"), getenv("WORLD_SIZE")).
 Result<DistributedEnv> DistributedEnvFromEnvironment();
 

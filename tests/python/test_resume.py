@@ -32,7 +32,7 @@ def test_resume_mid_epoch_is_exact(train_plan):
     state = a.state_dict()
     assert state["epoch"] == 0 and state["position"] == 4 * 16
     assert state["spec_hash"] == train_plan.spec_hash
-    assert state["delivered_ahead"] == []  # strict ordering delivers in order
+    assert state["consumed"] == [] and state["world_size"] == 0  # complete, a prefix
 
     b = train_plan.loader(threads=1)  # another thread count: same batches
     b.load_state_dict(state)
@@ -55,22 +55,26 @@ def test_resume_across_epochs_and_set_epoch(train_plan):
 
 def test_relaxed_resume_skips_batches_delivered_ahead(train_plan):
     # A relaxed loader may deliver batch k+1 before batch k: its state lists the
-    # batches after `position` already delivered, and a restored loader skips them.
+    # sample ranges after `position` already consumed, and a restored loader
+    # skips them.
     ref = take(train_plan.loader(threads=2), 6)
     a = train_plan.loader(threads=2)
     take(a, 1)
     state = a.state_dict()
-    state["position"], state["delivered_ahead"] = 16, [2, 4]  # as if 0, 2, 4 were delivered
+    state["position"], state["consumed"] = 16, [[32, 48], [64, 80]]  # batches 0, 2, 4
     b = train_plan.loader(threads=2)
     b.load_state_dict(state)
     assert_same(take(b, 3), [ref[1], ref[3], ref[5]])
-    old = {k: state[k] for k in ("epoch", "position", "spec_hash")}  # saved before the key
+    minimal = {k: state[k] for k in ("epoch", "position", "spec_hash", "samples", "batch_size")}
     c = train_plan.loader(threads=2)
-    c.load_state_dict(old)
+    c.load_state_dict(minimal)  # the optional keys default to nothing consumed beyond position
     assert_same(take(c, 2), ref[1:3])
-    state["delivered_ahead"] = [1]  # not after position
-    with pytest.raises(sluice.InvalidArgumentError, match="not after batch 1"):
+    state["consumed"] = [[0, 16]]  # not after position
+    with pytest.raises(sluice.InvalidArgumentError, match="not ascending after position"):
         b.load_state_dict(state)
+    del minimal["samples"]
+    with pytest.raises(sluice.InvalidArgumentError, match="no `samples`"):
+        b.load_state_dict(minimal)
 
 
 def test_state_at_epoch_end_points_to_next_epoch(eval_plan):

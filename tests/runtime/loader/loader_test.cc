@@ -151,14 +151,23 @@ TEST_F(LoaderTest, StateRestoreYieldsTheSameBatches) {
   EXPECT_TRUE(again_next->batches == next_epoch->batches);
 
   // Restoring at an epoch boundary (state after the last batch) starts the next epoch.
-  LoaderState boundary{1, 0, state.spec_hash};
+  LoaderState boundary = state;
+  boundary.epoch = 1;
+  boundary.position = 0;
   ASSERT_TRUE(restored.Restore(boundary));
   auto b = ReadEpoch(restored, 2);
   ASSERT_TRUE(b);
   EXPECT_TRUE(b->batches == next_epoch->batches);
 
-  EXPECT_FALSE(restored.Restore(LoaderState{0, 4, "other-spec"}));
-  EXPECT_FALSE(restored.Restore(LoaderState{0, 3, state.spec_hash}));  // not a batch boundary
+  LoaderState other = state;
+  other.spec_hash = "other-spec";
+  EXPECT_FALSE(restored.Restore(other));
+  LoaderState past = state;
+  past.position = 27;  // past the 26 samples
+  EXPECT_FALSE(restored.Restore(past));
+  LoaderState fewer = state;
+  fewer.samples = 25;  // another dataset
+  EXPECT_FALSE(restored.Restore(fewer));
   EXPECT_FALSE(LoaderState::FromString("epoch=1"));
 }
 
@@ -234,11 +243,19 @@ TEST_F(LoaderTest, RelaxedStateRestoreDeliversEachRemainingBatchOnce) {
   read_indices(relaxed, 3, before);
   ASSERT_EQ(before.size(), 3u);
   LoaderState state = relaxed.State();
+  EXPECT_TRUE(state.complete()) << "one rank: complete in either ordering";
   uint64_t first_missing = 0;
   while (before.contains(first_missing)) ++first_missing;
   EXPECT_EQ(state.position, first_missing * 4);
-  std::vector<uint64_t> ahead(before.upper_bound(first_missing), before.end());
-  EXPECT_EQ(state.delivered_ahead, ahead);
+  std::vector<PositionRange> ahead;  // the batches after it, as coalesced sample ranges
+  for (auto it = before.upper_bound(first_missing); it != before.end(); ++it) {
+    if (!ahead.empty() && ahead.back().end == *it * 4) {
+      ahead.back().end += 4;
+    } else {
+      ahead.push_back({*it * 4, *it * 4 + 4});
+    }
+  }
+  EXPECT_EQ(state.consumed, ahead);
   auto parsed = LoaderState::FromString(state.ToString());
   ASSERT_TRUE(parsed) << parsed.error().ToString();
   EXPECT_EQ(*parsed, state);
@@ -249,31 +266,46 @@ TEST_F(LoaderTest, RelaxedStateRestoreDeliversEachRemainingBatchOnce) {
   for (uint64_t k : after) EXPECT_FALSE(before.contains(k)) << "batch " << k << " repeated";
   EXPECT_EQ(before.size() + after.size(), 6u);
 
-  // A state with batches delivered ahead, restored with strict ordering: the
-  // others in order.
-  LoaderState gaps{0, 4, state.spec_hash, {3, 5}};
-  EXPECT_EQ(gaps.ToString(),
-            "sluice-state v1 epoch=0 position=4 spec=" + state.spec_hash + " ahead=3,5");
+  // A state with batches 0, 3 and 5 consumed, restored with strict ordering:
+  // the others in order, with their own batch indices.
+  LoaderState gaps = state;
+  gaps.position = 4;
+  gaps.consumed = {{12, 16}, {20, 24}};
+  EXPECT_EQ(gaps.ToString(), "sluice-state v2 epoch=0 position=4 spec=" + state.spec_hash +
+                                 " samples=26 batch=4 consumed=12-16,20-24");
   Loader strict_restored = MakeLoader(Threads(2));
   ASSERT_TRUE(strict_restored.Restore(gaps));
-  auto rest = ReadEpoch(strict_restored);
-  ASSERT_TRUE(rest);
-  ASSERT_EQ(rest->batches.size(), 3u);
-  EXPECT_TRUE(rest->batches[0] == expected->batches[1]);
-  EXPECT_TRUE(rest->batches[1] == expected->batches[2]);
-  EXPECT_TRUE(rest->batches[2] == expected->batches[4]);
+  std::vector<uint64_t> indices;
+  for (int i = 0; i < 3; ++i) {
+    auto next = strict_restored.Next();
+    ASSERT_TRUE(next && next->has_value());
+    indices.push_back((**next).index());
+    EXPECT_TRUE(BatchBytes(**next) == expected->batches[(**next).index()]);
+  }
+  EXPECT_EQ(indices, (std::vector<uint64_t>{1, 2, 4}));
+  auto end = strict_restored.Next();
+  ASSERT_TRUE(end && !end->has_value());
   auto next_epoch = ReadEpoch(strict_restored);
   ASSERT_TRUE(next_epoch);
   EXPECT_EQ(next_epoch->batches.size(), 6u) << "the next epoch is whole again";
 
-  // Delivered batches must lie after the position, ascending, within the epoch.
-  for (std::vector<uint64_t> bad : {std::vector<uint64_t>{1}, {3, 3}, {4, 3}, {6}}) {
-    auto st = strict_restored.Restore(LoaderState{0, 4, state.spec_hash, bad});
-    EXPECT_FALSE(st) << "delivered_ahead of " << bad.size() << " starting " << bad[0];
+  // Consumed ranges must lie after the position, ascending, within the epoch.
+  for (std::vector<PositionRange> bad : std::vector<std::vector<PositionRange>>{
+           {{2, 6}}, {{12, 16}, {12, 16}}, {{16, 20}, {12, 16}}, {{24, 28}}, {{9, 9}}}) {
+    LoaderState s = gaps;
+    s.consumed = bad;
+    EXPECT_FALSE(strict_restored.Restore(s)) << "consumed from " << bad[0].begin;
   }
-  EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x ahead=3,y"));
-  EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x ahead="));
-  EXPECT_FALSE(LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x extra"));
+  const std::string head = "sluice-state v2 epoch=0 position=4 spec=x samples=26 batch=4";
+  EXPECT_TRUE(LoaderState::FromString(head + " consumed=8-12 rank=1/3 rank_position=4"));
+  EXPECT_FALSE(LoaderState::FromString(head + " consumed=3"));
+  EXPECT_FALSE(LoaderState::FromString(head + " consumed="));
+  EXPECT_FALSE(LoaderState::FromString(head + " rank=3/3"));
+  EXPECT_FALSE(LoaderState::FromString(head + " extra"));
+  EXPECT_FALSE(LoaderState::FromString("sluice-state v2 epoch=0 position=4 spec=x"));
+  auto v1 = LoaderState::FromString("sluice-state v1 epoch=0 position=4 spec=x");
+  ASSERT_FALSE(v1);
+  EXPECT_EQ(v1.error().code, ErrorCode::kVersionMismatch);
 }
 
 TEST_F(LoaderTest, FusedOutputMatchesReferenceChain) {
@@ -294,8 +326,8 @@ TEST_F(LoaderTest, FusedOutputMatchesReferenceChain) {
     runtime::ImageBuffer decoded;
     auto region = runtime::DecodeJpeg(bytes, {}, decoded);
     ASSERT_TRUE(region);
-    RefTensor ref_in = RefTensor::Zeros(DType::kUInt8, Layout::kHWC,
-                                        {decoded.height(), decoded.width(), 3});
+    RefTensor ref_in =
+        RefTensor::Zeros(DType::kUInt8, Layout::kHWC, {decoded.height(), decoded.width(), 3});
     for (int64_t k = 0; k < ref_in.num_elements(); ++k) ref_in.data[k] = decoded.data()[k];
     auto ref = ReferenceChain(plan.chains()[0], ref_in, 7, 0, idx);
     ASSERT_TRUE(ref) << ref.error().ToString();

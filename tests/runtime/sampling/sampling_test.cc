@@ -167,9 +167,12 @@ TEST(EpochSampler, SequentialOrderInterleavesRanks) {
   EXPECT_EQ(s->batches_per_rank(), 3u);
   std::vector<uint64_t> got(6);
   s->Epoch(0).Fill(0, got);
-  EXPECT_EQ(got, (std::vector<uint64_t>{1, 3, 5, 7, 9, 1}));
+  // Rank-interleaved batches: rank 1 takes global batches 1, 3 and 5 (the
+  // last is past the 10 samples: padding, repeating the order's start).
+  EXPECT_EQ(got, (std::vector<uint64_t>{2, 3, 6, 7, 0, 1}));
   EXPECT_TRUE(s->Epoch(0).IsPadding(5));
-  EXPECT_FALSE(s->Epoch(0).IsPadding(4));
+  EXPECT_TRUE(s->Epoch(0).IsPadding(4));
+  EXPECT_FALSE(s->Epoch(0).IsPadding(3));
   std::vector<uint64_t> next(6);
   s->Epoch(1).Fill(0, next);
   EXPECT_EQ(next, got);  // sequential ignores the epoch
@@ -244,6 +247,16 @@ TEST(DistributedEnv, ParsesTorchrunVariables) {
   ASSERT_TRUE(env.has_value());
   EXPECT_EQ(env->rank, 1);
   EXPECT_EQ(env->world_size, 2);
+}
+
+TEST(DistributedEnv, ParsesLocalRank) {
+  EXPECT_EQ(ParseLocalRank(nullptr), 0);  // unset: 0
+  EXPECT_EQ(ParseLocalRank("3"), 3);
+  for (const char* bad : {"-1", "x", ""}) {
+    auto r = ParseLocalRank(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

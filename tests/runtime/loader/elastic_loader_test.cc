@@ -1,0 +1,206 @@
+// Elastic resume through the Loader (LoaderState in include/sluice/loader.h):
+// N ranks deliver some batches, their states are merged (MergeStates) and
+// restored on M ranks, which deliver the rest of the epoch: every sample not
+// yet delivered exactly once (drop: fewer than M * batch left over; pad:
+// all, plus repeats), the same batch count on every rank. Over an image
+// folder and over tar shards, with shuffle, sequential and shard_shuffle,
+// strict and relaxed ordering.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "runtime/sources/image_folder_source.h"
+#include "runtime/sources/tar/tar_format.h"
+#include "tests/runtime/loader/loader_test_util.h"
+
+namespace sluice {
+namespace {
+
+using namespace testing_loader;
+using nlohmann::json;
+
+constexpr int kFolderSamples = 50;
+constexpr int kTarSamples = 60;  // ten shards of six
+constexpr uint64_t kBatch = 4;   // the test plan's batch size
+
+class ElasticLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SLUICE_REQUIRE_TEST_PLAN();
+    work_ = std::make_unique<ScopedDir>("elastic_plans");
+    folder_ = std::make_unique<ScopedDir>("elastic_folder");
+    shards_ = std::make_unique<ScopedDir>("elastic_shards");
+    tar_folder_ = std::make_unique<ScopedDir>("elastic_tar_folder");
+    MakeDataset(folder_->path(), kFolderSamples);
+    MakeDataset(tar_folder_->path(), kTarSamples);
+    auto src = runtime::ImageFolderSource::Open(tar_folder_->path().string());
+    ASSERT_TRUE(src.has_value());
+    std::vector<uint8_t> bytes;
+    for (int k = 0; k < 10; ++k) {
+      auto w = runtime::tar::Writer::Create(
+          (shards_->path() / ("shard-00000" + std::to_string(k) + ".tar")).string());
+      ASSERT_TRUE(w.has_value());
+      for (size_t i = 6 * static_cast<size_t>(k); i < 6 * static_cast<size_t>(k) + 6; ++i) {
+        auto n = (*src)->Read(i, bytes);
+        ASSERT_TRUE(n.has_value());
+        char key[16];
+        std::snprintf(key, sizeof(key), "%06zu", i);
+        const std::string label = std::to_string((*src)->label(i));
+        ASSERT_TRUE(w->Add(std::string(key) + ".jpg", {bytes.data(), *n}).has_value());
+        ASSERT_TRUE(w->Add(std::string(key) + ".cls",
+                           {reinterpret_cast<const uint8_t*>(label.data()), label.size()})
+                        .has_value());
+      }
+      ASSERT_TRUE(w->Finish().has_value());
+    }
+  }
+
+  std::string PlanFor(bool tar, const std::string& order, const std::string& remainder) {
+    const std::string name = std::string(tar ? "tar_" : "folder_") + order + "_" + remainder;
+    return EditedPlan(work_->path(), name + ".plan", [&](json& j) {
+      j["sampling"]["order"] = order;
+      j["sampling"]["remainder"] = remainder;
+      j["sampling"]["shuffle_buffer"] = 4;
+      if (tar) {
+        j["source"]["format"] = "tar_shards";
+        j["source"]["params"] = {{"path", "${DATA}"},
+                                 {"image", "jpg"},
+                                 {"label", "cls"},
+                                 {"index", ""},
+                                 {"cache_dir", ""}};
+      }
+    });
+  }
+
+  Loader Make(const std::string& plan_path, bool tar, int rank, int world, bool relaxed) {
+    auto plan = Plan::Load(plan_path, {{"DATA", (tar ? shards_ : folder_)->path().string()}});
+    if (!plan) throw std::runtime_error(plan.error().ToString());
+    LoaderOptions o;
+    o.threads = 2;
+    o.prefetch = 3;
+    o.rank = rank;
+    o.world_size = world;
+    o.relaxed_ordering = relaxed;
+    auto loader = Loader::Create(*plan, o);
+    if (!loader) throw std::runtime_error(loader.error().ToString());
+    return std::move(*loader);
+  }
+
+  std::unique_ptr<ScopedDir> work_, folder_, shards_, tar_folder_;
+};
+
+struct Case {
+  bool tar;
+  const char* order;
+  const char* remainder;
+};
+
+TEST_F(ElasticLoaderTest, ResumeOnAnotherWorldSizeDeliversTheRestExactlyOnce) {
+  const Case cases[] = {{false, "shuffle", "drop"},
+                        {false, "sequential", "pad"},
+                        {true, "shard_shuffle", "drop"},
+                        {true, "shuffle", "pad"}};
+  for (const Case& c : cases) {
+    const std::string plan = PlanFor(c.tar, c.order, c.remainder);
+    const uint64_t n = c.tar ? kTarSamples : kFolderSamples;
+    const bool pad = std::string(c.remainder) == "pad";
+    for (auto [from, to] : {std::pair{4, 2}, {2, 3}, {3, 3}}) {
+      for (bool relaxed : {false, true}) {
+        for (uint64_t k : {1ull, 2ull}) {
+          SCOPED_TRACE(::testing::Message()
+                       << (c.tar ? "tar " : "folder ") << c.order << " " << c.remainder << " "
+                       << from << "->" << to << (relaxed ? " relaxed" : " strict") << " k=" << k);
+          std::map<uint64_t, int> count;
+          uint64_t delivered = 0;
+          std::vector<LoaderState> states;
+          for (int r = 0; r < from; ++r) {
+            Loader loader = Make(plan, c.tar, r, from, relaxed);
+            ASSERT_LT(k, loader.batches_per_epoch());  // mid-epoch
+            for (uint64_t i = 0; i < k; ++i) {
+              auto next = loader.Next();
+              ASSERT_TRUE(next && next->has_value());
+              for (uint64_t s : (**next).sample_indices()) ++count[s];
+              delivered += kBatch;
+            }
+            states.push_back(loader.State());
+            EXPECT_EQ(states.back().complete(), !relaxed);
+          }
+          auto merged = MergeStates(states);
+          ASSERT_TRUE(merged) << merged.error().ToString();
+          ASSERT_TRUE(merged->complete());
+          auto text = LoaderState::FromString(merged->ToString());
+          ASSERT_TRUE(text && *text == *merged);
+          // Without padding, what was delivered is what the state names.
+          if (!pad) {
+            EXPECT_EQ(merged->consumed_count(), delivered);
+          }
+          uint64_t batches = 0;
+          for (int r = 0; r < to; ++r) {
+            Loader loader = Make(plan, c.tar, r, to, relaxed);
+            ASSERT_TRUE(loader.Restore(*merged));
+            uint64_t mine = 0;
+            while (true) {
+              auto next = loader.Next();
+              ASSERT_TRUE(next) << next.error().ToString();
+              if (!next->has_value()) break;
+              for (uint64_t s : (**next).sample_indices()) ++count[s];
+              delivered += kBatch;
+              ++mine;
+            }
+            if (r == 0) batches = mine;
+            EXPECT_EQ(mine, batches) << "rank " << r << " of " << to;
+          }
+          uint64_t missing = 0, repeats = 0;
+          for (uint64_t s = 0; s < n; ++s) {
+            if (count[s] == 0) ++missing;
+            if (count[s] > 1) repeats += static_cast<uint64_t>(count[s] - 1);
+          }
+          if (pad) {
+            EXPECT_EQ(missing, 0u);
+            EXPECT_EQ(repeats, delivered - n);
+          } else {
+            EXPECT_EQ(repeats, 0u);
+            EXPECT_LT(missing, static_cast<uint64_t>(to) * kBatch);
+            EXPECT_EQ(delivered + missing, n);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ElasticLoaderTest, SameWorldSizeContinuesExactlyAndRankStatesNeedTheirRank) {
+  const std::string plan = PlanFor(true, "shard_shuffle", "drop");
+  Loader whole = Make(plan, true, 1, 3, false);
+  auto expected = ReadEpoch(whole);
+  ASSERT_TRUE(expected);
+  ASSERT_EQ(expected->batches.size(), 5u);  // floor(60 / 12)
+  Loader first = Make(plan, true, 0, 3, false);
+  ASSERT_TRUE(ReadEpoch(first, 1));
+  LoaderState state = first.State();  // strict: every rank's, in lockstep
+  EXPECT_EQ(state.order_world_size, 3);
+  Loader resumed = Make(plan, true, 1, 3, false);
+  ASSERT_TRUE(resumed.Restore(state));
+  auto next = resumed.Next();
+  ASSERT_TRUE(next && next->has_value());
+  EXPECT_EQ((**next).index(), 1u);
+  EXPECT_TRUE(BatchBytes(**next) == expected->batches[1]);
+
+  // A relaxed rank state restores only on its own rank of its world size.
+  Loader relaxed = Make(plan, true, 2, 3, true);
+  ASSERT_TRUE(ReadEpoch(relaxed, 1));
+  LoaderState rank_state = relaxed.State();
+  ASSERT_FALSE(rank_state.complete());
+  EXPECT_EQ(rank_state.rank, 2);
+  EXPECT_FALSE(resumed.Restore(rank_state));
+  Loader same = Make(plan, true, 2, 3, true);
+  EXPECT_TRUE(same.Restore(rank_state));
+  // Merging needs every rank once.
+  EXPECT_FALSE(MergeStates({rank_state}));
+  EXPECT_FALSE(MergeStates({rank_state, rank_state, rank_state}));
+  EXPECT_FALSE(MergeStates({rank_state, state}));
+}
+
+}  // namespace
+}  // namespace sluice
