@@ -3,8 +3,8 @@
 //  [--device cpu|cuda|cuda:N] [--bad-samples FILE] [--trace FILE] [--report FILE]`
 //
 // Loads the plan, iterates its loader as a trainer would (touching nothing but
-// the batch handles) and reports throughput. Progress goes to stderr: a bar
-// redrawn in place on a terminal, a plain line every 2 seconds otherwise. The
+// the batch handles) and reports throughput. Progress goes to stderr as a bar
+// redrawn in place, on a terminal only (common/progress.h). The
 // summary goes to stdout: the device the plan's GPU stages ran on and any
 // warnings (e.g. no CUDA device: the CPU path), images/s, batch latency
 // p50/p99/max, time the consumer waited, peak RSS (getrusage) and bad-sample
@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "common/progress.h"
 #include "cli/report/run_report.h"
 #include "cli/report/svg_chart.h"
 #include "sluice/sluice.h"
@@ -236,16 +237,15 @@ int Run(const Args& args) {
     recorder.emplace(0.1);
   }
   uint64_t epoch = loader->State().epoch, bad_lines = 0;
-  const bool tty = ::isatty(2) != 0;
+  Progress bar("run", total, "batches");  // drawn only when stderr is a terminal
   auto start = std::chrono::steady_clock::now();
   if (recorder) recorder->Observe(*loader, true);
-  auto last_report = start;
   uint64_t done = 0;
   int rc = 0;
   while (done < total) {
     auto next = loader->Next();
     if (!next) {
-      if (tty) std::cerr << "\n";
+      bar.Clear();
       std::cerr << next.error().ToString() << "\n";
       rc = 1;
       break;
@@ -262,25 +262,18 @@ int Run(const Args& args) {
     ++done;
     next->reset();  // a trainer would use the batch here
     if (recorder) recorder->Observe(*loader);
-    auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
-    const double rate = elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0;
-    if (tty && (now - last_report > std::chrono::milliseconds(100) || done == total)) {
-      const int width = 30;
-      int filled = static_cast<int>(width * done / total);
-      std::fprintf(stderr, "\r[%s%s] %llu/%llu batches  %.0f img/s ",
-                   std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                   rate);
-      last_report = now;
-    } else if (!tty && now - last_report > std::chrono::seconds(2)) {
-      std::fprintf(stderr, "%llu/%llu batches  %.0f img/s\n",
-                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                   rate);
-      last_report = now;
+    if (bar.active()) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (elapsed > 0) {
+        bar.SetNote(std::to_string(static_cast<long long>(
+                        static_cast<double>(done * loader->batch_size()) / elapsed)) +
+                    " img/s");
+      }
     }
+    bar.Update(done);
   }
-  if (tty) std::cerr << "\n";
+  bar.Finish();
   if (bad_out.is_open() && !WriteBadSamples(*loader, epoch, bad_out, bad_lines)) rc = 1;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
