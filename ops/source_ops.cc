@@ -17,6 +17,43 @@ Result<std::vector<TensorType>> InferSource(std::string_view op,
   return std::vector<TensorType>{EncodedBytes(), Scalar(DType::kInt64)};
 }
 
+// tar_shards' `remote` section: runtime/remote/object_store.h RemoteOptions.
+std::vector<ParamDef> RemoteFields() {
+  return {
+      ParamDef{.name = "connect_timeout",
+               .type = ParamType::kFloat,
+               .doc = "Seconds for a TCP + TLS connect, per attempt.",
+               .default_value = VFloat(10.0),
+               .min = 0.0},
+      ParamDef{.name = "deadline",
+               .type = ParamType::kFloat,
+               .doc = "Seconds one read may take, retries and hedges included.",
+               .default_value = VFloat(60.0),
+               .min = 0.0},
+      ParamDef{.name = "max_retries",
+               .type = ParamType::kInt,
+               .doc = "Attempts after the first for 5xx, 429, resets, timeouts, short bodies.",
+               .default_value = VInt(5),
+               .min = 0.0},
+      ParamDef{.name = "hedge_delay",
+               .type = ParamType::kFloat,
+               .doc = "Seconds before a hedged second range request; 0 = off, -1 = auto "
+                      "(the observed p95).",
+               .default_value = VFloat(-1.0)},
+      ParamDef{.name = "max_connections",
+               .type = ParamType::kInt,
+               .doc = "Keep-alive connections kept in the pool.",
+               .default_value = VInt(16),
+               .min = 1.0},
+  };
+}
+
+ParamList RemoteDefaults() {
+  ParamList out;
+  for (const ParamDef& f : RemoteFields()) out[f.name] = *f.default_value;
+  return out;
+}
+
 }  // namespace
 
 void RegisterSourceOps(std::vector<OpDef>& ops) {
@@ -120,6 +157,25 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                               "writable; \"\" = $SLUICE_CACHE_DIR, else "
                               "$XDG_CACHE_HOME/sluice, else ~/.cache/sluice.",
                        .default_value = VStr("")},
+              ParamDef{.name = "read_ahead",
+                       .type = ParamType::kInt,
+                       .doc = "URL paths, order shard_shuffle or sequential: whole shards "
+                              "streamed ahead of the one being read (docs/remote.md).",
+                       .default_value = VInt(2),
+                       .min = 0.0,
+                       .max = 64.0},
+              ParamDef{.name = "read_ahead_bytes",
+                       .type = ParamType::kInt,
+                       .doc = "URL paths: bytes of whole shards held in memory at once by the "
+                              "read-ahead (a larger shard is read sample by sample).",
+                       .default_value = VInt(int64_t{1} << 30),
+                       .min = 0.0},
+              ParamDef{.name = "remote",
+                       .type = ParamType::kSection,
+                       .doc = "URL paths: request knobs {connect_timeout, deadline, "
+                              "max_retries, hedge_delay, max_connections} (docs/remote.md).",
+                       .default_value = ParamValue{RemoteDefaults()},
+                       .fields = RemoteFields()},
           },
       .output_names = {"jpg", "cls"},
       .num_inputs = 0,

@@ -101,6 +101,10 @@ class ObjectStore {
 // scheme); false for plain paths.
 bool IsUrl(std::string_view path);
 
+// `url` with what may be a secret replaced by "***": the user-info part
+// (user:password@) and the query string (presigned signatures). For messages.
+std::string RedactUrl(std::string_view url);
+
 // The store for `url`'s scheme (plain paths and file:// → local). Errors:
 // kInvalidArgument for an unknown scheme or a malformed URL; kUnsupported
 // when this build has no HTTP support.
