@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -52,6 +53,23 @@ Result<std::vector<std::string>> ParseClassNames(const std::string& text, const 
   if (!names.is_array() || out.size() != names.size()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "tar_shards: '" + name + "': class_names is not a list of strings");
+  }
+  return out;
+}
+
+// The manifest's per-shard SHA-256 ("shards": [{"name", "sha256"}], names
+// relative to `dir`), keyed by the shard's URL; empty when it has none.
+std::unordered_map<std::string, std::string> ParseShardChecksums(const std::string& text,
+                                                                 const std::string& dir) {
+  std::unordered_map<std::string, std::string> out;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("shards") || !j["shards"].is_array()) return out;
+  for (const nlohmann::json& shard : j["shards"]) {
+    if (!shard.is_object() || !shard.contains("name") || !shard.contains("sha256") ||
+        !shard["name"].is_string() || !shard["sha256"].is_string()) {
+      continue;
+    }
+    out[dir + "/" + shard["name"].get<std::string>()] = shard["sha256"].get<std::string>();
   }
   return out;
 }
@@ -271,17 +289,23 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemote(const TarShar
   auto chosen = tar::OpenRemoteShardIndex(*store, *objects, options.mapping, options.index);
   if (!chosen) return std::unexpected(chosen.error());
   SLUICE_RETURN_IF_ERROR(src->UseIndex(std::move(*chosen), options.path));
-  const std::string manifest = tar::UrlDirectory(objects->front().url) + "/manifest.json";
+  const std::string dir = tar::UrlDirectory(objects->front().url);
+  const std::string manifest = dir + "/manifest.json";
+  std::unordered_map<std::string, std::string> checksums;  // URL -> sha256 hex
   if (auto text = tar::FetchObject(*store, manifest)) {
     auto classes = ParseClassNames(*text, remote::RedactUrl(manifest));
     if (!classes) return std::unexpected(classes.error());
     src->classes_ = std::move(*classes);
+    checksums = ParseShardChecksums(*text, dir);
   } else if (text.error().code != ErrorCode::kNotFound) {
     return std::unexpected(text.error());
   }
   std::vector<tar::RemoteShardReader::Shard> shards;
   for (size_t i = 0; i < objects->size(); ++i) {
-    shards.push_back({(*objects)[i].url, (*objects)[i].size, src->shards_[i].start});
+    const std::string& url = (*objects)[i].url;
+    auto sha = checksums.find(url);
+    shards.push_back({url, (*objects)[i].size, src->shards_[i].start,
+                      sha == checksums.end() ? std::string() : sha->second});
   }
   src->reader_ = std::make_unique<tar::RemoteShardReader>(std::move(store), std::move(shards),
                                                           src->size_, options.read);

@@ -74,7 +74,11 @@ class RemoteShardReader {
     std::string url;
     uint64_t size = 0;
     uint64_t start = 0;  // its first dataset index
+    // The manifest's SHA-256 of the whole shard (hex), or "" (for a shard
+    // cache that verifies what it keeps).
+    std::string sha256;
   };
+  const std::vector<Shard>& shards() const { return shards_; }
   RemoteShardReader(std::shared_ptr<remote::ObjectStore> store, std::vector<Shard> shards,
                     uint64_t num_samples, RemoteReadOptions options);
   ~RemoteShardReader();
