@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "common/progress.h"
 #include "compiler/driver/compilation_internal.h"
 #include "compiler/passes/pass.h"
 #include "sluice/compiler.h"
@@ -105,7 +106,13 @@ int Compile(const Args& args) {
     std::cout << EmitSpecYaml(parsed->impl().spec);
     if (!have_plan_out) return 0;
   }
+  // On a terminal, a compile that takes more than a second shows its elapsed
+  // time (through code generation: WritePlan builds kernels.so).
+  Progress bar("compile", 0, "s", {.delay_seconds = 1});
+  bar.StartTicker();
+  bar.SetNote("front end and passes");
   auto compilation = sluice::Compile(options);
+  if (!have_plan_out || !compilation || compilation->has_errors()) bar.Finish();
   if (!compilation) {
     std::cerr << compilation.error().ToString() << "\n";
     return 1;
@@ -114,7 +121,10 @@ int Compile(const Args& args) {
     std::cerr << compilation->diagnostics();
     return 1;
   }
-  if (emit_ir) std::cout << compilation->ir_text();
+  if (emit_ir) {
+    bar.Clear();  // the IR goes to stdout, which may be the same terminal
+    std::cout << compilation->ir_text() << std::flush;
+  }
 
   if (have_plan_out) {
     if (!stop_after.empty()) {
@@ -122,7 +132,9 @@ int Compile(const Args& args) {
                         " or -o");
     }
     if (plan_out.empty()) return UsageError("-o needs a plan directory name");
+    bar.SetNote("generating kernels.so");
     Status written = compilation->WritePlan(plan_out);
+    bar.Finish();
     if (!written) {
       std::cerr << written.error().ToString() << "\n";
       return 1;

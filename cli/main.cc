@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "common/log.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "unknown"
@@ -64,6 +65,18 @@ commands:
       shard, options). --max-side re-encodes images larger than N on their
       longer side (JPEG at --quality, default 90). Deterministic; uses T
       threads (default all cores); progress on stderr.
+  inspect PLAN [--json]
+      A plan for people: versions and hashes (kernels.so checked), variables
+      to bind, the graph after the passes, fusion groups, placement with the
+      alternatives the cost model weighed, decode pushdown, batch memory,
+      kernel targets and tuned knobs. --json: one JSON object for tools.
+  inspect --data SPEC_OR_SOURCE [--json] [--decode] [--profile HW.yaml]
+      [--threads T] [--var NAME=VALUE]...
+      Scan a dataset (a spec's source, an image folder or a list file):
+      sample count, formats, file-size and dimension histograms (headers
+      only), class balance, unreadable or undecodable files (listed), and
+      with --profile the cost model's decode estimate. --decode also decodes
+      every image in full. Progress bar on a terminal.
   schema [--hardware] [-o FILE]
       Write the pipeline spec's JSON Schema (draft 2020-12), generated from the
       op registry, to stdout or FILE; --hardware: the hardware profile's schema.
@@ -82,6 +95,9 @@ commands:
   help, --help, -h    this text
   --version           print the version
 
+environment: SLUICE_LOG=debug|info|warn sets which log lines go to stderr
+  (default info). Progress bars are drawn only when stderr is a terminal.
+
 exit status: 0 ok, 1 errors in the spec (or the plan), 2 usage error or not implemented.
 )";
 }
@@ -92,11 +108,13 @@ int Profile(const Args& args);  // cli/profile_command.cc
 int Tune(const Args& args);     // cli/tune_command.cc
 int Verify(const Args& args);   // cli/verify_command.cc
 int Pack(const Args& args);     // cli/pack_command.cc
+int Inspect(const Args& args);  // cli/inspect_command.cc
 
 }  // namespace sluice::cli
 
 int main(int argc, char** argv) {
   using namespace sluice::cli;
+  sluice::log::CurrentLevel();  // reads SLUICE_LOG now: a bad value is reported once, up front
   Args args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cerr << UsageText();
@@ -121,7 +139,9 @@ int main(int argc, char** argv) {
   if (verb == "tune") return Tune(rest);
   if (verb == "verify") return Verify(rest);
   if (verb == "pack") return Pack(rest);
+  if (verb == "inspect") return Inspect(rest);
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
-  return UsageError("unknown command `" + verb +
-                    "`; commands: compile, run, profile, tune, pack, verify, schema, ops, passes, help");
+  return UsageError(
+      "unknown command `" + verb +
+      "`; commands: compile, run, profile, tune, pack, inspect, verify, schema, ops, passes, help");
 }

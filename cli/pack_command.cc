@@ -1,8 +1,6 @@
 // `sluice pack SPEC_OR_SOURCE -o OUT_DIR ...`: writes a source's samples as
 // WebDataset tar shards with a Sluice index and a manifest
 // (pack/packer.h says what is written; pack/pack_input.h what the input is).
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,42 +10,12 @@
 #include <map>
 
 #include "cli/cli.h"
+#include "common/progress.h"
 #include "pack/pack_input.h"
 #include "pack/packer.h"
 #include "runtime/sources/source_registry.h"
 
 namespace sluice::cli {
-namespace {
-
-// A progress line on stderr: redrawn in place on a terminal, every 10% else.
-class ProgressBar {
- public:
-  void operator()(uint64_t done, uint64_t total) {
-    const auto now = std::chrono::steady_clock::now();
-    const bool last = done == total;
-    if (tty_) {
-      if (!last && now - shown_ < std::chrono::milliseconds(200)) return;
-    } else {
-      const uint64_t decile = total == 0 ? 10 : done * 10 / total;
-      if (!last && decile == decile_) return;
-      decile_ = decile;
-    }
-    shown_ = now;
-    const double seconds = std::chrono::duration<double>(now - start_).count();
-    const int width = 30, filled = total == 0 ? width : static_cast<int>(done * width / total);
-    std::fprintf(stderr, "%spack [%s%s] %llu/%llu samples, %.0f/s%s", tty_ ? "\r" : "",
-                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                 seconds > 0 ? done / seconds : 0.0, tty_ && !last ? "" : "\n");
-  }
-
- private:
-  bool tty_ = isatty(STDERR_FILENO) != 0;
-  uint64_t decile_ = 0;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), shown_;
-};
-
-}  // namespace
 
 int Pack(const Args& args) {
   std::string input_arg, value, error;
@@ -102,9 +70,13 @@ int Pack(const Args& args) {
   }
   options.source_format = input->format;
   options.source_path = runtime::SourceParamString(input->params, "path", "");
-  ProgressBar bar;
-  options.progress = [&bar](uint64_t done, uint64_t total) { bar(done, total); };
+  Progress bar("pack", (*source)->size(), "samples");  // on a terminal only
+  options.progress = [&bar](uint64_t done, uint64_t total) {
+    bar.SetTotal(total);
+    bar.Update(done);
+  };
   auto summary = runtime::PackSource(**source, options);
+  bar.Finish();
   if (!summary) {
     std::cerr << "sluice pack: " << summary.error().ToString() << "\n";
     return 1;

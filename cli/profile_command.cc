@@ -15,6 +15,8 @@
 
 #include "cli/cli.h"
 #include "common/hardware_profile.h"
+#include "common/log.h"
+#include "common/progress.h"
 #include "compiler/driver/profile_probes.h"
 #include "runtime/device/gpu_probe.h"
 #include "runtime/profile/machine_profiler.h"
@@ -56,9 +58,15 @@ int Profile(const Args& args) {
       return UsageError("--max-files must be a positive integer, got `" + files_text + "`");
     }
   }
-  options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+  // On a terminal: a bar with the step being measured; otherwise the steps
+  // are debug log lines (SLUICE_LOG=debug).
+  Progress bar("profile", static_cast<uint64_t>(options.seconds + 0.5), "s");
+  options.progress = [&bar](const std::string& line) {
+    bar.SetNote(line);
+    log::Debug("profile", line);
+  };
 
-  std::cerr << "sluice profile: compiling the kernel probes for this CPU\n";
+  log::Info("profile", "compiling the kernel probes for this CPU");
   auto plans = CompileProfilePlans(runtime::BestSimdLevel());
   if (!plans) {
     std::cerr << plans.error().ToString() << "\n";
@@ -66,8 +74,11 @@ int Profile(const Args& args) {
   }
   options.resample_plan = (*plans)->resample_plan;
   options.pointwise_plan = (*plans)->pointwise_plan;
-  std::cerr << "sluice profile: measuring (about " << options.seconds << " s)\n";
+  log::Info("profile",
+            "measuring (about " + std::to_string(static_cast<int>(options.seconds)) + " s)");
+  bar.StartTicker();
   auto profile = runtime::ProfileMachine(options);
+  bar.Finish();
   if (!profile) {
     std::cerr << profile.error().ToString() << "\n";
     return 1;

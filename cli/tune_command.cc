@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "common/hardware_profile.h"
+#include "common/progress.h"
 #include "runtime/tune/autotuner.h"
 #include "sluice/plan.h"
 
@@ -103,13 +104,19 @@ int Tune(const Args& args) {
   std::printf("%5s  %7s  %9s  %8s  %10s  %7s  %9s  %s\n", "trial", "threads", "in_flight",
               "prefetch", "images/s", "spread", "cpu cores", "memory");
   std::fflush(stdout);
-  options.on_trial = [](const runtime::Trial& t) {
+  // On a terminal: the elapsed time against the budget, below the table.
+  Progress bar("tune", static_cast<uint64_t>(options.seconds + 0.5), "s");
+  bar.StartTicker();
+  options.on_trial = [&bar](const runtime::Trial& t) {
+    bar.Clear();
+    bar.SetNote("trials done: " + std::to_string(t.index));
     std::printf("%5d  %7d  %9d  %8d  %10.1f  %6.1f%%  %9.2f  %s  %s\n", t.index, t.knobs.threads,
                 t.knobs.in_flight, t.knobs.prefetch, t.images_per_second, 100 * t.spread,
                 t.cpu_cores, Mib(t.memory_bytes).c_str(), t.note.c_str());
     std::fflush(stdout);
   };
   auto result = runtime::Autotune(*plan, *profile, options);
+  bar.Finish();
   if (!result) {
     std::cerr << result.error().ToString() << "\n";
     return 1;

@@ -23,6 +23,7 @@ packages=(
   llvm-14-tools            # FileCheck for compiler golden tests
   clang-16 libclang-rt-16-dev  # libFuzzer harnesses (bench/fuzz, ctest -L fuzz): clang 16+ and its libFuzzer/ASan/UBSan runtimes
   python3-dev pybind11-dev # the Python package's extension module (python/)
+  python3-pybind11 python3-venv  # `pip wheel . --no-build-isolation` offline, and its fresh-venv test
   python3-numpy python3-pytest python3-pil  # Python tests (tests/python)
   python3-torch python3-torchvision         # torch hand-off tests, torchvision comparison, examples/python
 )
@@ -70,14 +71,17 @@ fi
 # Python packages that Debian does not package, from PyPI:
 #  - webdataset: tests/python/test_tar_shards.py writes shards with its ShardWriter;
 #  - moto[server], boto3: the S3-compatible test server and its uploads (remote tests);
-#  - ray[data]: sluice.ray (an optional extra, `pip install .[ray]`) and its tests.
+#  - ray[data]: sluice.ray (an optional extra, `pip install .[ray]`) and its tests;
+#  - scikit-build-core: the wheel's build backend, present so that
+#    `pip wheel . --no-build-isolation` builds offline (tests/scripts/wheel_test.sh).
 # Pinned so that pip keeps Debian's numpy 1.x, which Debian's torch is built
 # against: pyarrow 18+ requires numpy 2, and numpy 2 breaks torch.from_numpy.
 pip_pins=("numpy<2" "pyarrow<18" "pandas<2.3")
 pip_install() {
   /usr/bin/python3 -m pip install -q --disable-pip-version-check --break-system-packages "$@" "${pip_pins[@]}"
 }
-for spec in "webdataset:webdataset" "moto:moto[server]" "boto3:boto3" "ray.data:ray[data]"; do
+for spec in "webdataset:webdataset" "moto:moto[server]" "boto3:boto3" "ray.data:ray[data]" \
+            "scikit_build_core:scikit-build-core"; do
   module="${spec%%:*}"
   pkg="${spec#*:}"
   if /usr/bin/python3 -c "import $module" 2>/dev/null; then

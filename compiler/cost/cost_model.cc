@@ -201,6 +201,19 @@ double ReferenceChainCost(const HardwareProfile& profile, const FusedChain& chai
   return s * kReferenceSlowdown;
 }
 
+double DecodeSeconds(const HardwareProfile& profile, double width, double height,
+                     double effective_fraction) {
+  // The dataset's own decode rate when the profile measured one (its
+  // per-image overhead is folded into the rate), else the built-in sample's
+  // rate plus its fixed per-image cost.
+  const bool dataset_rate = profile.storage && profile.storage->decode_mpix_per_s > 0;
+  const double rate =
+      dataset_rate ? profile.storage->decode_mpix_per_s : profile.cpu.decode_mpix_per_s;
+  double s = dataset_rate ? 0 : profile.cpu.decode_fixed_s;
+  if (rate > 0) s += width * height / (rate * 1e6) * effective_fraction;
+  return s;
+}
+
 CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
                            const std::vector<int>& gpu_from, int cpu_budget) {
   CostPrediction p;
@@ -220,16 +233,7 @@ CostPrediction PredictCost(const HardwareProfile& profile, const Graph& graph,
         region = ExpectedDecodeRegion(ChainForGroup(graph, g), p.shape.width, p.shape.height);
     }
     p.decode_regions.push_back(region);
-    // The dataset's own decode rate when the profile measured one (its
-    // per-image overhead is folded into the rate), else the built-in sample's
-    // rate plus its fixed per-image cost.
-    const bool dataset_rate = profile.storage && profile.storage->decode_mpix_per_s > 0;
-    const double rate =
-        dataset_rate ? profile.storage->decode_mpix_per_s : profile.cpu.decode_mpix_per_s;
-    if (!dataset_rate) p.decode_s += profile.cpu.decode_fixed_s;
-    if (rate > 0) {
-      p.decode_s += p.shape.width * p.shape.height / (rate * 1e6) * region.effective_fraction;
-    }
+    p.decode_s += DecodeSeconds(profile, p.shape.width, p.shape.height, region.effective_fraction);
   }
   const int groups = CountFusionGroups(graph);
   for (int g = 0; g < groups; ++g) {

@@ -98,6 +98,14 @@ struct DecodeRegion {
 };
 DecodeRegion ExpectedDecodeRegion(const FusedChain& chain, double width, double height);
 
+// Seconds one core spends decoding a W x H JPEG of which `effective_fraction`
+// (DecodeRegion::effective_fraction; 1 = a full decode) is decoded: the
+// dataset's decode rate from the profile when it measured one (per-image
+// overhead folded in), else cpu.decode_mpix_per_s plus cpu.decode_fixed_s.
+// PredictCost's decode term; `sluice inspect --data` sums it over a dataset.
+double DecodeSeconds(const HardwareProfile& profile, double width, double height,
+                     double effective_fraction = 1);
+
 // Cost of one fusion group at one split (gpu_from = -1: all on the CPU).
 struct GroupCost {
   double kernel_cpu_s = 0;  // the CPU kernel (steps [0, gpu_from) or all)

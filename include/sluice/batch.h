@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/types.h"
+#include "sluice/types.h"
 
 namespace sluice {
 

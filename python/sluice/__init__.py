@@ -59,7 +59,8 @@ __all__ = [
     "InternalError",
 ]
 
-__version__ = "0.1.0"
+# The version in the repository's VERSION file, compiled into the extension.
+__version__: str = _sluice.__version__
 
 # Loader knobs plan.loader(**overrides) accepts (LoaderOptions in
 # include/sluice/loader.h); anything else is a TypeError.

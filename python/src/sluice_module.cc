@@ -572,6 +572,7 @@ PYBIND11_MODULE(_sluice, m) {
   using namespace sluice;
   using namespace sluice::python;
   m.doc() = "Sluice's C++ core (bindings). Use the `sluice` package, not this module.";
+  m.attr("__version__") = SLUICE_VERSION;  // the VERSION file, through CMake
   RegisterErrors(m);
   BindTuning(m);
   BindPack(m);

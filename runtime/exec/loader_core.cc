@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/log.h"
 #include "runtime/kernels/kernel_library.h"
 #include "runtime/plan/plan_internal.h"
 #include "runtime/sources/source_registry.h"
@@ -26,7 +27,7 @@ void PrintWarningsOnce(const std::vector<std::string>& warnings) {
   if (warnings.empty()) return;
   static std::atomic<bool> printed{false};
   if (printed.exchange(true)) return;
-  for (const std::string& w : warnings) std::cerr << "sluice: warning: " << w << "\n";
+  for (const std::string& w : warnings) log::Warn("", w);
 }
 
 }  // namespace

@@ -16,7 +16,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$sluice" pack "$tmp/data" -o "$tmp/a" --shard-size 64k --threads 1 >"$tmp/out" 2>"$tmp/err" ||
   { cat "$tmp/err"; fail "pack"; }
 grep -q '^packed 60 samples into [0-9]* shards' "$tmp/out" || { cat "$tmp/out"; fail "summary"; }
-grep -q 'pack \[#*\] 60/60 samples' "$tmp/err" || { cat "$tmp/err"; fail "progress"; }
+# Not a terminal: no progress bar, nothing on stderr at all.
+test ! -s "$tmp/err" || { cat "$tmp/err"; fail "stderr not quiet when it is not a terminal"; }
+# On a terminal (script(1) gives the command a pty): the bar, redrawn in place.
+script -qec "\"$sluice\" pack \"$tmp/data\" -o \"$tmp/tty\" --threads 1" /dev/null >"$tmp/tty.out" ||
+  fail "pack on a pty"
+grep -q 'pack \[#*\] 60/60 samples' "$tmp/tty.out" || { cat "$tmp/tty.out"; fail "progress on a tty"; }
 "$sluice" pack "$tmp/data" -o "$tmp/b" --shard-size 64KiB --threads 2 >/dev/null 2>&1 || fail "pack b"
 (cd "$tmp/a" && sha256sum *) >"$tmp/a.sum"
 (cd "$tmp/b" && sha256sum -c --quiet "$tmp/a.sum") || fail "threads changed the output"

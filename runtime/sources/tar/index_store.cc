@@ -13,13 +13,14 @@
 #include <system_error>
 #include <utility>
 
+#include "common/log.h"
 #include "ops/fusion/plan_format.h"
 
 namespace sluice::runtime::tar {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr char kLog[] = "sluice: tar_shards: ";
+constexpr char kLog[] = "tar_shards";  // the log lines' component (common/log.h)
 
 // How the selected shards line up with an index's shard table.
 struct Match {
@@ -116,7 +117,7 @@ std::optional<ChosenIndex> TryIndex(const std::string& path, const std::vector<S
   auto index = ShardIndex::Load(path);
   if (!index) {
     std::string line = "ignoring " + index.error().message;
-    if (!options.quiet) std::fprintf(stderr, "%s%s\n", kLog, line.c_str());
+    if (!options.quiet) log::Info(kLog, line);
     notes.push_back(std::move(line));
     return std::nullopt;
   }
@@ -183,7 +184,7 @@ Result<ChosenIndex> OpenShardIndex(const std::vector<ShardFile>& shards,
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto say = [&](std::string line) {
-    if (!options.quiet) std::fprintf(stderr, "%s%s\n", kLog, line.c_str());
+    if (!options.quiet) log::Info(kLog, line);
     notes.push_back(std::move(line));
   };
   uint64_t samples = 0;

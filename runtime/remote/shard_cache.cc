@@ -1,0 +1,385 @@
+#include "runtime/remote/shard_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+namespace sluice::runtime::remote {
+namespace {
+
+constexpr std::string_view kEntrySuffix = ".shard";
+constexpr std::string_view kPartialPrefix = ".partial-";
+
+Status IoError(const std::string& what, int err) {
+  return MakeError(ErrorCode::kIo, "shard cache: " + what + ": " + std::strerror(err));
+}
+
+// flock(2) that retries on EINTR. Returns 0 or errno.
+int Flock(int fd, int op) {
+  while (::flock(fd, op) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+// An exclusive flock on a lock file, held for the object's life.
+class LockFile {
+ public:
+  static Result<LockFile> Acquire(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return std::unexpected(IoError("cannot open lock '" + path + "'", errno).error());
+    if (const int err = Flock(fd, LOCK_EX); err != 0) {
+      ::close(fd);
+      return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
+    }
+    return LockFile(fd);
+  }
+  LockFile(LockFile&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  LockFile(const LockFile&) = delete;
+  ~LockFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit LockFile(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+std::string HexDigest(const unsigned char* digest, unsigned length) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * length);
+  for (unsigned i = 0; i < length; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+std::string Sha256Hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned length = 0;
+  EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
+  return HexDigest(digest, length);
+}
+
+// The PID in a partial file's name (".partial-PID-N"), or -1.
+pid_t PartialOwner(std::string_view name) {
+  name.remove_prefix(kPartialPrefix.size());
+  const size_t dash = name.find('-');
+  if (dash == std::string_view::npos || dash == 0) return -1;
+  pid_t pid = 0;
+  for (char c : name.substr(0, dash)) {
+    if (c < '0' || c > '9') return -1;
+    pid = pid * 10 + (c - '0');
+  }
+  return pid;
+}
+
+bool ProcessIsGone(pid_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+struct DirEntry {
+  std::string name;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  ino_t inode = 0;
+};
+
+// The cache directory's entries (*.shard) and the bytes of live partial
+// downloads; removes partial files whose process is gone.
+Result<std::vector<DirEntry>> ScanDir(const std::string& dir, uint64_t* partial_bytes,
+                                      bool clean_partials) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return std::unexpected(IoError("cannot list '" + dir + "'", errno).error());
+  std::vector<DirEntry> entries;
+  *partial_bytes = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    const bool is_entry = name.size() > kEntrySuffix.size() && name.ends_with(kEntrySuffix);
+    const bool is_partial = name.starts_with(kPartialPrefix);
+    if (!is_entry && !is_partial) continue;
+    const std::string path = dir + "/" + std::string(name);
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (is_partial) {
+      if (clean_partials && ProcessIsGone(PartialOwner(name))) {
+        ::unlink(path.c_str());
+      } else {
+        *partial_bytes += static_cast<uint64_t>(st.st_size);
+      }
+      continue;
+    }
+    entries.push_back(DirEntry{
+        std::string(name), static_cast<uint64_t>(st.st_size),
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, st.st_ino});
+  }
+  ::closedir(d);
+  return entries;
+}
+
+// Removes `path` if no process holds it (LOCK_EX without waiting) and it is
+// still the file that was scanned. True when removed.
+bool TryEvict(const std::string& path, ino_t inode) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool removed = false;
+  struct stat st;
+  if (Flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &st) == 0 && st.st_ino == inode) {
+    removed = ::unlink(path.c_str()) == 0;
+  }
+  ::close(fd);  // releases the lock; a reader waiting for LOCK_SH sees the path gone
+  return removed;
+}
+
+Status WriteAll(int fd, const uint8_t* data, size_t size, uint64_t offset) {
+  while (size > 0) {
+    const ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoError("cannot write a download", errno);
+    data += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return {};
+}
+
+}  // namespace
+
+CachedShard::CachedShard(CachedShard&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      path_(std::move(other.path_)),
+      size_(other.size_),
+      kept_(other.kept_) {}
+
+CachedShard& CachedShard::operator=(CachedShard&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    size_ = other.size_;
+    kept_ = other.kept_;
+  }
+  return *this;
+}
+
+CachedShard::~CachedShard() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string ShardCache::EntryName(const std::string& key) {
+  return Sha256Hex(key).substr(0, 32) + std::string(kEntrySuffix);
+}
+
+Result<std::unique_ptr<ShardCache>> ShardCache::Open(const std::string& dir, uint64_t max_bytes) {
+  if (dir.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "shard cache: no directory given",
+                     "set source.cache.dir");
+  }
+  if (max_bytes == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "shard cache: max_bytes is 0",
+                     "give cache.max_bytes, e.g. 50GB");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return std::unexpected(IoError("cannot create '" + dir + "'", ec.value()).error());
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return std::unexpected(IoError("cannot write to '" + dir + "'", errno).error());
+  }
+  std::unique_ptr<ShardCache> cache(new ShardCache(dir, max_bytes));
+  auto lock = LockFile::Acquire(dir + "/.lock");
+  if (!lock) return std::unexpected(lock.error());
+  uint64_t partial_bytes = 0;
+  if (auto scan = ScanDir(dir, &partial_bytes, /*clean_partials=*/true); !scan) {
+    return std::unexpected(scan.error());
+  }
+  return cache;
+}
+
+Result<CachedShard> ShardCache::OpenEntry(const std::string& name, uint64_t size, bool* found) {
+  *found = false;
+  const std::string path = dir_ + "/" + name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return CachedShard();
+    return std::unexpected(IoError("cannot open '" + path + "'", errno).error());
+  }
+  CachedShard held(fd, path, size, /*kept=*/true);  // closes fd on every early return
+  if (const int err = Flock(fd, LOCK_SH); err != 0) {
+    return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
+  }
+  struct stat opened, current;
+  if (::fstat(fd, &opened) != 0 || ::stat(path.c_str(), &current) != 0 ||
+      opened.st_ino != current.st_ino || static_cast<uint64_t>(opened.st_size) != size) {
+    return CachedShard();  // evicted or replaced while pinning, or stale: download again
+  }
+  ::futimens(fd, nullptr);  // recency for LRU (best effort)
+  *found = true;
+  return held;
+}
+
+Status ShardCache::ReserveAndCreate(uint64_t need, int* fd, std::string* partial) {
+  *fd = -1;
+  if (need > max_bytes_) return {};
+  auto lock = LockFile::Acquire(dir_ + "/.lock");
+  if (!lock) return std::unexpected(lock.error());
+  uint64_t used = 0;
+  auto entries = ScanDir(dir_, &used, /*clean_partials=*/true);
+  if (!entries) return std::unexpected(entries.error());
+  for (const DirEntry& e : *entries) used += e.size;
+  if (used + need > max_bytes_) {
+    std::sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) {
+      return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.name < b.name;
+    });
+    for (const DirEntry& e : *entries) {
+      if (used + need <= max_bytes_) break;
+      if (TryEvict(dir_ + "/" + e.name, e.inode)) {
+        used -= e.size;
+        evictions_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  if (used + need > max_bytes_) return {};  // held entries fill the budget: pass-through
+  *partial = std::string(kPartialPrefix) + std::to_string(::getpid()) + "-" +
+             std::to_string(partial_counter_.fetch_add(1));
+  const std::string path = dir_ + "/" + *partial;
+  const int created = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (created < 0) return IoError("cannot create '" + path + "'", errno);
+  if (::ftruncate(created, static_cast<off_t>(need)) != 0) {
+    const int err = errno;
+    ::close(created);
+    ::unlink(path.c_str());
+    return IoError("cannot reserve " + std::to_string(need) + " bytes in '" + path + "'", err);
+  }
+  *fd = created;
+  return {};
+}
+
+Result<CachedShard> ShardCache::Download(const std::string& key, const std::string& name,
+                                         uint64_t expected_size, const std::string& expected_sha256,
+                                         const Fetch& fetch) {
+  int fd = -1;
+  std::string partial;
+  if (auto st = ReserveAndCreate(expected_size, &fd, &partial); !st) {
+    return std::unexpected(st.error());
+  }
+  const bool kept = fd >= 0;
+  if (!kept) {
+    fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return std::unexpected(IoError("cannot create a pass-through file", errno).error());
+    passthrough_.fetch_add(1, std::memory_order_relaxed);
+  }
+  const std::string partial_path = kept ? dir_ + "/" + partial : "";
+  CachedShard out(fd, kept ? dir_ + "/" + name : "", expected_size, kept);
+  auto discard = [&](Status st) -> Result<CachedShard> {
+    if (kept) ::unlink(partial_path.c_str());
+    return std::unexpected(st.error());
+  };
+
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  uint64_t written = 0;
+  const ObjectStore::Sink sink = [&](const uint8_t* data, size_t size) -> Status {
+    if (written + size > expected_size) {
+      return MakeError(
+          ErrorCode::kCorruptData,
+          "'" + key + "' is longer than the " + std::to_string(expected_size) + " bytes expected",
+          "the shard changed after its manifest was written");
+    }
+    if (auto st = WriteAll(fd, data, size, written); !st) return st;
+    EVP_DigestUpdate(ctx.get(), data, size);
+    written += size;
+    return {};
+  };
+  if (auto st = fetch(sink); !st) {
+    if (st.error().code == ErrorCode::kCorruptData) {
+      checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return discard(st);
+  }
+  if (written != expected_size) {
+    checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+    return discard(MakeError(ErrorCode::kCorruptData,
+                             "'" + key + "' has " + std::to_string(written) + " bytes, expected " +
+                                 std::to_string(expected_size),
+                             "the shard changed after its manifest was written"));
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned length = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &length);
+  const std::string sha = HexDigest(digest, length);
+  if (!expected_sha256.empty() && sha != expected_sha256) {
+    checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+    return discard(MakeError(
+        ErrorCode::kCorruptData,
+        "'" + key + "': SHA-256 " + sha + " does not match the manifest's " + expected_sha256,
+        "the shard changed after its manifest was written, or was "
+        "corrupted in transit"));
+  }
+  bytes_written_.fetch_add(written, std::memory_order_relaxed);
+  if (!kept) return out;
+  if (::fdatasync(fd) != 0) return discard(IoError("cannot sync '" + partial_path + "'", errno));
+  if (const int err = Flock(fd, LOCK_SH); err != 0) {
+    return discard(IoError("cannot lock '" + partial_path + "'", err));
+  }
+  // Under the directory lock, so that UsedBytes never sees the shard twice.
+  auto lock = LockFile::Acquire(dir_ + "/.lock");
+  if (!lock) return discard(std::unexpected(lock.error()));
+  if (::rename(partial_path.c_str(), out.path().c_str()) != 0) {
+    return discard(IoError("cannot rename '" + partial_path + "'", errno));
+  }
+  return out;
+}
+
+Result<CachedShard> ShardCache::Acquire(const std::string& key, uint64_t expected_size,
+                                        const std::string& expected_sha256, const Fetch& fetch) {
+  const std::string name = EntryName(key);
+  bool found = false;
+  auto held = OpenEntry(name, expected_size, &found);
+  if (!held || found) {
+    if (found) hits_.fetch_add(1, std::memory_order_relaxed);
+    return held;
+  }
+  // One download per key across processes: the lock holder downloads, the
+  // others wait here and then find its entry.
+  auto key_lock = LockFile::Acquire(dir_ + "/" + name.substr(0, 32) + ".lock");
+  if (!key_lock) return std::unexpected(key_lock.error());
+  held = OpenEntry(name, expected_size, &found);
+  if (!held || found) {
+    if (found) hits_.fetch_add(1, std::memory_order_relaxed);
+    return held;
+  }
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  return Download(key, name, expected_size, expected_sha256, fetch);
+}
+
+Result<uint64_t> ShardCache::UsedBytes() const {
+  auto lock = LockFile::Acquire(dir_ + "/.lock");
+  if (!lock) return std::unexpected(lock.error());
+  uint64_t used = 0;
+  auto entries = ScanDir(dir_, &used, /*clean_partials=*/false);
+  if (!entries) return std::unexpected(entries.error());
+  for (const DirEntry& e : *entries) used += e.size;
+  return used;
+}
+
+ShardCacheStats ShardCache::stats() const {
+  return ShardCacheStats{hits_.load(),
+                         misses_.load(),
+                         bytes_written_.load(),
+                         evictions_.load(),
+                         checksum_failures_.load(),
+                         passthrough_.load()};
+}
+
+}  // namespace sluice::runtime::remote

@@ -1,0 +1,133 @@
+// A local cache of whole remote shards (`source: {cache: {dir, max_bytes}}`),
+// shared safely by every loader on the machine (one per rank) through the
+// file system alone: no daemon, no shared memory.
+//
+// Layout of the cache directory:
+//   HASH.shard            a complete, verified shard (HASH = the first 32 hex
+//                         digits of SHA-256 of the key, the shard's URL: a URL
+//                         is never used as a path)
+//   HASH.lock             per-key download lock (empty; flock)
+//   .partial-PID-N        a download in progress (never under the final name)
+//   .lock                 the directory lock (flock), held while making room
+//
+// Contracts:
+//  - A shard becomes visible under HASH.shard only complete and verified: it
+//    is written to a .partial file, its size and SHA-256 are checked in the
+//    same pass as the write, it is fdatasync'ed and then renamed into place.
+//  - One download per key at a time across processes: the HASH.lock holder
+//    downloads; the others wait for it and then find the entry.
+//  - The directory holds at most max_bytes of shards and partial downloads
+//    (sizes as st_size; a partial download reserves its whole expected size
+//    while the directory lock is held, so two processes cannot both take the
+//    same room). Room is made by evicting the least recently used entries
+//    (recency = the entry's mtime, set at every hit) that no process holds.
+//  - A held entry (a live CachedShard in any process: flock LOCK_SH) is never
+//    evicted. If the room cannot be made because held entries fill the
+//    budget, or the shard alone is larger than max_bytes, the shard is
+//    downloaded into an unlinked file that no other process sees (a
+//    pass-through: read once, never kept; counted in stats.passthrough).
+//  - Partial files left by a process that died are removed by the next Open
+//    or eviction in any process.
+//  - Hits trust the cached bytes (they were verified when written); an entry
+//    whose size no longer matches the expected size is replaced.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/remote/object_store.h"
+#include "sluice/result.h"
+
+namespace sluice::runtime::remote {
+
+struct ShardCacheStats {
+  uint64_t hits = 0;               // Acquire found the entry
+  uint64_t misses = 0;             // Acquire downloaded it
+  uint64_t bytes_written = 0;      // bytes downloaded into the cache
+  uint64_t evictions = 0;          // entries this process removed to make room
+  uint64_t checksum_failures = 0;  // downloads whose size or SHA-256 did not match
+  uint64_t passthrough = 0;        // downloads that could not be kept (see above)
+};
+
+// A shard held open for reading: the file stays readable through fd() for
+// the life of this object, even if another process could evict it (it
+// cannot while held: the shared lock pins it). Movable, not copyable.
+class CachedShard {
+ public:
+  CachedShard() = default;
+  CachedShard(int fd, std::string path, uint64_t size, bool kept)
+      : fd_(fd), path_(std::move(path)), size_(size), kept_(kept) {}
+  CachedShard(CachedShard&& other) noexcept;
+  CachedShard& operator=(CachedShard&& other) noexcept;
+  CachedShard(const CachedShard&) = delete;
+  CachedShard& operator=(const CachedShard&) = delete;
+  ~CachedShard();  // closes the descriptor, which releases the pin
+
+  int fd() const { return fd_; }
+  // The entry's path in the cache, or "" for a pass-through download.
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }
+  // False for a pass-through download (not kept in the cache).
+  bool kept() const { return kept_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+  uint64_t size_ = 0;
+  bool kept_ = false;
+};
+
+class ShardCache {
+ public:
+  // Creates `dir` (and its parents) when missing and removes partial files
+  // left by dead processes. Errors: kInvalidArgument (max_bytes 0, empty
+  // dir), kIo (cannot create or write the directory).
+  static Result<std::unique_ptr<ShardCache>> Open(const std::string& dir, uint64_t max_bytes);
+
+  // Writes the shard's bytes, in order, through the sink (e.g. ObjectStore::Stream).
+  using Fetch = std::function<Status(const ObjectStore::Sink& sink)>;
+
+  // The shard `key` (its URL), from the cache or downloaded through `fetch`
+  // into it. expected_size is the shard's size in bytes; expected_sha256 its
+  // lower-case hex SHA-256, or "" to check the size only. Thread-safe and
+  // process-safe (see the file comment). Errors: kCorruptData naming the key
+  // when the bytes fetched do not match the size or checksum (nothing is
+  // kept); the fetch's own error; kIo for local file errors.
+  Result<CachedShard> Acquire(const std::string& key, uint64_t expected_size,
+                              const std::string& expected_sha256, const Fetch& fetch);
+
+  // Bytes of entries and partial downloads in the directory now (all
+  // processes; exact: read under the directory lock).
+  Result<uint64_t> UsedBytes() const;
+
+  ShardCacheStats stats() const;
+  const std::string& dir() const { return dir_; }
+  uint64_t max_bytes() const { return max_bytes_; }
+
+  // The entry file name for `key` (HASH.shard). For tests and tools.
+  static std::string EntryName(const std::string& key);
+
+ private:
+  ShardCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  // Opens and pins HASH.shard when it exists with `size` bytes; an empty
+  // result when it does not (or was replaced while pinning).
+  Result<CachedShard> OpenEntry(const std::string& name, uint64_t size, bool* found);
+  // Under the directory lock: evicts until `need` more bytes fit, then
+  // creates a partial file reserving them. Returns its descriptor and name,
+  // or fd -1 when the room cannot be made (pass-through).
+  Status ReserveAndCreate(uint64_t need, int* fd, std::string* partial);
+  Result<CachedShard> Download(const std::string& key, const std::string& name,
+                               uint64_t expected_size, const std::string& expected_sha256,
+                               const Fetch& fetch);
+
+  std::string dir_;
+  uint64_t max_bytes_;
+  std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_written_{0}, evictions_{0},
+      checksum_failures_{0}, passthrough_{0};
+  std::atomic<uint64_t> partial_counter_{0};
+};
+
+}  // namespace sluice::runtime::remote

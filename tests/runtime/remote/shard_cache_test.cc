@@ -1,0 +1,315 @@
+#include "runtime/remote/shard_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/runtime/test_tmpdir.h"
+
+namespace sluice::runtime::remote {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// The bytes of shard `key`: a pattern that differs per key and per offset.
+std::vector<uint8_t> ShardBytes(const std::string& key, size_t size) {
+  std::vector<uint8_t> out(size);
+  uint32_t h = 2166136261u;
+  for (char c : key) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<uint8_t>((h >> (i % 24)) + i * 7);
+  return out;
+}
+
+std::string Sha256Hex(const std::vector<uint8_t>& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned i = 0; i < length; ++i) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return hex;
+}
+
+// A fetch that streams `bytes` in chunks of 7 and counts its calls.
+ShardCache::Fetch StreamOf(const std::vector<uint8_t>& bytes, std::atomic<int>* calls) {
+  return [&bytes, calls](const ObjectStore::Sink& sink) -> Status {
+    if (calls) calls->fetch_add(1);
+    for (size_t at = 0; at < bytes.size(); at += 7) {
+      if (auto st = sink(bytes.data() + at, std::min<size_t>(7, bytes.size() - at)); !st) return st;
+    }
+    return {};
+  };
+}
+
+std::vector<uint8_t> ReadAll(const CachedShard& shard) {
+  std::vector<uint8_t> out(shard.size());
+  EXPECT_EQ(::pread(shard.fd(), out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
+  return out;
+}
+
+// Names in the cache directory that are neither entries nor lock files.
+std::vector<std::string> OddFiles(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".shard") && !name.ends_with(".lock")) out.push_back(name);
+  }
+  return out;
+}
+
+void SetMtime(const std::string& path, int64_t seconds) {
+  struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+TEST(ShardCacheTest, MissDownloadsOnceThenHits) {
+  TempDir tmp;
+  auto cache = ShardCache::Open((tmp.path() / "c").string(), 1 << 20);
+  ASSERT_TRUE(cache) << cache.error().message;
+  const auto bytes = ShardBytes("s3://b/shard-000000.tar", 1000);
+  std::atomic<int> calls{0};
+  for (int round = 0; round < 3; ++round) {
+    auto held = (*cache)->Acquire("s3://b/shard-000000.tar", bytes.size(), Sha256Hex(bytes),
+                                  StreamOf(bytes, &calls));
+    ASSERT_TRUE(held) << held.error().message;
+    EXPECT_TRUE(held->kept());
+    EXPECT_EQ(ReadAll(*held), bytes);
+    EXPECT_EQ(fs::path(held->path()).filename().string(),
+              ShardCache::EntryName("s3://b/shard-000000.tar"));
+  }
+  EXPECT_EQ(calls.load(), 1);
+  const ShardCacheStats s = (*cache)->stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 2u);
+  EXPECT_EQ(s.bytes_written, 1000u);
+  EXPECT_TRUE(OddFiles(tmp.path() / "c").empty());
+}
+
+TEST(ShardCacheTest, ChecksumOrSizeMismatchKeepsNothing) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20);
+  ASSERT_TRUE(cache);
+  const auto bytes = ShardBytes("k", 500);
+  auto wrong_sha = (*cache)->Acquire("http://h/k.tar", bytes.size(), std::string(64, '0'),
+                                     StreamOf(bytes, nullptr));
+  ASSERT_FALSE(wrong_sha);
+  EXPECT_EQ(wrong_sha.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(wrong_sha.error().message.find("http://h/k.tar"), std::string::npos);
+  EXPECT_NE(wrong_sha.error().message.find("SHA-256"), std::string::npos);
+
+  auto short_body =
+      (*cache)->Acquire("http://h/k.tar", bytes.size() + 10, "", StreamOf(bytes, nullptr));
+  ASSERT_FALSE(short_body);
+  EXPECT_EQ(short_body.error().code, ErrorCode::kCorruptData);
+  auto long_body =
+      (*cache)->Acquire("http://h/k.tar", bytes.size() - 10, "", StreamOf(bytes, nullptr));
+  ASSERT_FALSE(long_body);
+  EXPECT_EQ(long_body.error().code, ErrorCode::kCorruptData);
+  EXPECT_EQ((*cache)->stats().checksum_failures, 3u);
+
+  auto failing =
+      (*cache)->Acquire("http://h/k.tar", bytes.size(), "", [](const ObjectStore::Sink&) -> Status {
+        return MakeError(ErrorCode::kIo, "HTTP 503 after 5 retries");
+      });
+  ASSERT_FALSE(failing);
+  EXPECT_EQ(failing.error().code, ErrorCode::kIo);
+  EXPECT_TRUE(OddFiles(tmp.path()).empty());
+  EXPECT_FALSE(fs::exists(tmp.path() / ShardCache::EntryName("http://h/k.tar")));
+  EXPECT_EQ(*(*cache)->UsedBytes(), 0u);
+}
+
+TEST(ShardCacheTest, EvictsLeastRecentlyUsedWithinMaxBytes) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 300);
+  ASSERT_TRUE(cache);
+  std::vector<std::vector<uint8_t>> bytes;
+  const std::vector<std::string> keys = {"a", "b", "c", "d"};
+  for (const auto& k : keys) bytes.push_back(ShardBytes(k, 100));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE((*cache)->Acquire(keys[i], 100, "", StreamOf(bytes[i], nullptr)));
+  }
+  // Recency: a oldest, then b, then c; then a hit makes a the newest.
+  for (int i = 0; i < 3; ++i) {
+    SetMtime((tmp.path() / ShardCache::EntryName(keys[i])).string(), 1000000 + i);
+  }
+  ASSERT_TRUE((*cache)->Acquire("a", 100, "", StreamOf(bytes[0], nullptr)));
+  auto d = (*cache)->Acquire("d", 100, "", StreamOf(bytes[3], nullptr));
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->kept());
+  EXPECT_TRUE(fs::exists(tmp.path() / ShardCache::EntryName("a")));
+  EXPECT_FALSE(fs::exists(tmp.path() / ShardCache::EntryName("b")));
+  EXPECT_TRUE(fs::exists(tmp.path() / ShardCache::EntryName("c")));
+  EXPECT_EQ((*cache)->stats().evictions, 1u);
+  EXPECT_LE(*(*cache)->UsedBytes(), 300u);
+}
+
+TEST(ShardCacheTest, HeldEntriesAreNeverEvicted) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 200);
+  ASSERT_TRUE(cache);
+  const auto a = ShardBytes("a", 100), b = ShardBytes("b", 100), c = ShardBytes("c", 100);
+  auto held_a = (*cache)->Acquire("a", 100, "", StreamOf(a, nullptr));
+  auto held_b = (*cache)->Acquire("b", 100, "", StreamOf(b, nullptr));
+  ASSERT_TRUE(held_a && held_b);
+  // No room without evicting a held entry: c passes through, readable, not kept.
+  auto held_c = (*cache)->Acquire("c", 100, "", StreamOf(c, nullptr));
+  ASSERT_TRUE(held_c) << held_c.error().message;
+  EXPECT_FALSE(held_c->kept());
+  EXPECT_EQ(ReadAll(*held_c), c);
+  EXPECT_EQ(ReadAll(*held_a), a);
+  EXPECT_EQ((*cache)->stats().passthrough, 1u);
+  EXPECT_EQ((*cache)->stats().evictions, 0u);
+  EXPECT_EQ(*(*cache)->UsedBytes(), 200u);
+  // Released, b can go: c is kept now.
+  *held_b = CachedShard();
+  auto kept_c = (*cache)->Acquire("c", 100, "", StreamOf(c, nullptr));
+  ASSERT_TRUE(kept_c);
+  EXPECT_TRUE(kept_c->kept());
+  EXPECT_EQ(ReadAll(*held_a), a);
+  EXPECT_TRUE(fs::exists(tmp.path() / ShardCache::EntryName("a")));
+  EXPECT_LE(*(*cache)->UsedBytes(), 200u);
+}
+
+TEST(ShardCacheTest, ShardLargerThanTheCachePassesThrough) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 50);
+  ASSERT_TRUE(cache);
+  const auto big = ShardBytes("big", 80);
+  auto held = (*cache)->Acquire("big", 80, Sha256Hex(big), StreamOf(big, nullptr));
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_FALSE(held->kept());
+  EXPECT_TRUE(held->path().empty());
+  EXPECT_EQ(ReadAll(*held), big);
+  EXPECT_EQ(*(*cache)->UsedBytes(), 0u);
+}
+
+TEST(ShardCacheTest, OpenRemovesPartialFilesOfDeadProcesses) {
+  TempDir tmp;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  tmp.Write(".partial-" + std::to_string(child) + "-0", std::string(64, 'x'));
+  tmp.Write(".partial-" + std::to_string(::getpid()) + "-99", std::string(10, 'y'));
+  auto cache = ShardCache::Open(tmp.path().string(), 1000);
+  ASSERT_TRUE(cache);
+  EXPECT_FALSE(fs::exists(tmp.path() / (".partial-" + std::to_string(child) + "-0")));
+  // A live process's download stays, and counts against the budget.
+  EXPECT_TRUE(fs::exists(tmp.path() / (".partial-" + std::to_string(::getpid()) + "-99")));
+  EXPECT_EQ(*(*cache)->UsedBytes(), 10u);
+}
+
+// Runs `body` in `n` child processes and returns how many exited 0.
+template <typename Body>
+int RunInChildren(int n, Body body) {
+  std::vector<pid_t> kids;
+  for (int k = 0; k < n; ++k) {
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(body(k) ? 0 : 1);
+    kids.push_back(pid);
+  }
+  int ok = 0;
+  for (pid_t pid : kids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return ok;
+}
+
+TEST(ShardCacheTest, ProcessesSharingADirectoryDownloadEachKeyOnce) {
+  TempDir tmp;
+  const std::string dir = (tmp.path() / "cache").string();
+  const std::string counter = (tmp.path() / "downloads").string();
+  const auto bytes = ShardBytes("s3://b/shared.tar", 200000);
+  const int ok = RunInChildren(4, [&](int) {
+    auto cache = ShardCache::Open(dir, 1 << 20);
+    if (!cache) return false;
+    auto held = (*cache)->Acquire("s3://b/shared.tar", bytes.size(), Sha256Hex(bytes),
+                                  [&](const ObjectStore::Sink& sink) -> Status {
+                                    // Record the download (O_APPEND: one byte each).
+                                    const int fd = ::open(counter.c_str(),
+                                                          O_WRONLY | O_CREAT | O_APPEND, 0644);
+                                    (void)!::write(fd, "x", 1);
+                                    ::close(fd);
+                                    return StreamOf(bytes, nullptr)(sink);
+                                  });
+    return held && held->kept() && ReadAll(*held) == bytes;
+  });
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(fs::file_size(counter), 1u);
+  EXPECT_TRUE(OddFiles(dir).empty());
+}
+
+TEST(ShardCacheTest, ConcurrentProcessesStayWithinMaxBytesAndShowNoPartialEntry) {
+  TempDir tmp;
+  const std::string dir = (tmp.path() / "cache").string();
+  constexpr uint64_t kShard = 4096, kMax = 5 * kShard;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 36; ++i) keys.push_back("https://h/shard-" + std::to_string(i) + ".tar");
+  ASSERT_TRUE(ShardCache::Open(dir, kMax));
+  // A watcher process: every *.shard it can open is whole and holds the
+  // right bytes for its key, however the loaders interleave.
+  const std::string done = (tmp.path() / "done").string();
+  const pid_t watcher = ::fork();
+  if (watcher == 0) {
+    std::vector<std::pair<std::string, std::vector<uint8_t>>> expect;
+    for (const auto& k : keys) expect.emplace_back(ShardCache::EntryName(k), ShardBytes(k, kShard));
+    bool seen_any = false;
+    for (int round = 0; round < 1000000 && !(fs::exists(done) && seen_any); ++round) {
+      for (const auto& [name, bytes] : expect) {
+        const int fd = ::open((dir + "/" + name).c_str(), O_RDONLY);
+        if (fd < 0) continue;
+        seen_any = true;
+        std::vector<uint8_t> got(kShard + 1);
+        const ssize_t n = ::pread(fd, got.data(), got.size(), 0);
+        ::close(fd);
+        got.resize(n < 0 ? 0 : static_cast<size_t>(n));
+        if (got != bytes) ::_exit(1);
+      }
+    }
+    ::_exit(seen_any ? 0 : 2);
+  }
+  ASSERT_GT(watcher, 0);
+  // Two loaders, 24 shards each, 12 of them shared, two passes.
+  const int ok = RunInChildren(2, [&](int who) {
+    auto cache = ShardCache::Open(dir, kMax);
+    if (!cache) return false;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int i = 0; i < 24; ++i) {
+        const std::string& key = keys[who * 12 + i];
+        const auto bytes = ShardBytes(key, kShard);
+        auto held = (*cache)->Acquire(key, kShard, Sha256Hex(bytes), StreamOf(bytes, nullptr));
+        if (!held || ReadAll(*held) != bytes) return false;
+        auto used = (*cache)->UsedBytes();
+        if (!used || *used > kMax) return false;
+      }
+    }
+    return (*cache)->stats().evictions > 0;
+  });
+  EXPECT_EQ(ok, 2);
+  { std::ofstream(done) << "1"; }
+  int status = 0;
+  ASSERT_EQ(::waitpid(watcher, &status, 0), watcher);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "watcher saw a bad entry";
+  EXPECT_TRUE(OddFiles(dir).empty());
+  auto cache = ShardCache::Open(dir, kMax);
+  ASSERT_TRUE(cache);
+  EXPECT_LE(*(*cache)->UsedBytes(), kMax);
+}
+
+}  // namespace
+}  // namespace sluice::runtime::remote
