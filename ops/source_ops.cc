@@ -48,6 +48,27 @@ std::vector<ParamDef> RemoteFields() {
   };
 }
 
+// tar_shards' `cache` section: runtime/remote/shard_cache.h.
+std::vector<ParamDef> CacheFields() {
+  return {
+      ParamDef{.name = "dir",
+               .type = ParamType::kString,
+               .doc = "The cache directory (created when missing); \"\" = no cache.",
+               .default_value = VStr("")},
+      ParamDef{.name = "max_bytes",
+               .type = ParamType::kInt,
+               .doc = "Bytes the directory may hold (required with dir).",
+               .default_value = VInt(0),
+               .min = 0.0},
+  };
+}
+
+ParamList CacheDefaults() {
+  ParamList out;
+  for (const ParamDef& f : CacheFields()) out[f.name] = *f.default_value;
+  return out;
+}
+
 ParamList RemoteDefaults() {
   ParamList out;
   for (const ParamDef& f : RemoteFields()) out[f.name] = *f.default_value;
@@ -170,6 +191,13 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                               "read-ahead (a larger shard is read sample by sample).",
                        .default_value = VInt(int64_t{1} << 30),
                        .min = 0.0},
+              ParamDef{.name = "cache",
+                       .type = ParamType::kSection,
+                       .doc = "URL paths: a local cache of whole shards shared by the "
+                              "machine's loaders {dir, max_bytes}; dir \"\" = none "
+                              "(docs/remote.md).",
+                       .default_value = ParamValue{CacheDefaults()},
+                       .fields = CacheFields()},
               ParamDef{.name = "remote",
                        .type = ParamType::kSection,
                        .doc = "URL paths: request knobs {connect_timeout, deadline, "

@@ -372,6 +372,9 @@ std::optional<SourceIoStats> TarShardSource::IoStats() const {
   s.coalesced_requests = c.coalesced_requests;
   s.coalesced_samples = c.coalesced_samples;
   s.shards_streamed = c.shards_streamed;
+  const remote::ShardCacheStats cache = reader_->cache_stats();
+  s.cache_hits = cache.hits;
+  s.cache_misses = cache.misses;
   return s;
 }
 
@@ -414,6 +417,24 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
     o.max_retries = static_cast<int>(number("max_retries", o.max_retries));
     o.hedge_delay_s = number("hedge_delay", o.hedge_delay_s);
     o.max_connections = static_cast<int>(number("max_connections", o.max_connections));
+  }
+  if (const ParamValue* section = FindParam(params, "cache");
+      section != nullptr && std::holds_alternative<ParamList>(section->value) &&
+      remote::IsUrl(options.path)) {
+    const std::string dir = SourceParamString(section->AsSection(), "dir", "");
+    const ParamValue* max = FindParam(section->AsSection(), "max_bytes");
+    const int64_t max_bytes = max == nullptr ? 0 : max->AsInt();
+    if (!dir.empty()) {
+      if (max_bytes <= 0) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "tar_shards: cache.dir is set but cache.max_bytes is not",
+                         "give the cache's size in bytes, e.g. cache: {dir: /scratch/shards, "
+                         "max_bytes: 200000000000}");
+      }
+      auto cache = remote::ShardCache::Open(dir, static_cast<uint64_t>(max_bytes));
+      if (!cache) return std::unexpected(cache.error());
+      options.read.cache = std::move(*cache);
+    }
   }
   auto src = TarShardSource::Open(options);
   if (!src) return std::unexpected(src.error());

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
+
+#include "runtime/sources/tar/tar_format.h"
 
 namespace sluice::runtime::tar {
 namespace {
@@ -33,6 +36,7 @@ struct RemoteShardReader::Resident {
   uint64_t charged = 0;  // bytes counted in resident_bytes_
   uint64_t last_use = 0;
   int readers = 0;
+  std::optional<remote::CachedShard> cached;  // with a cache: the pinned entry
 };
 
 RemoteShardReader::RemoteShardReader(std::shared_ptr<remote::ObjectStore> store,
@@ -56,7 +60,8 @@ RemoteShardReader::~RemoteShardReader() {
 void RemoteShardReader::SetPattern(ReadPattern pattern) {
   std::lock_guard lock(mutex_);
   pattern_ = pattern;
-  if (pattern == ReadPattern::kShardStream && fetchers_.empty()) {
+  whole_shards_ = pattern == ReadPattern::kShardStream || options_.cache != nullptr;
+  if (whole_shards_ && fetchers_.empty()) {
     const int n = std::min(options_.read_ahead + 1, 8);
     for (int i = 0; i < n; ++i) fetchers_.emplace_back([this] { FetchLoop(); });
   }
@@ -78,6 +83,10 @@ void RemoteShardReader::Cancel() {
   store_->Cancel();
 }
 
+remote::ShardCacheStats RemoteShardReader::cache_stats() const {
+  return options_.cache != nullptr ? options_.cache->stats() : remote::ShardCacheStats{};
+}
+
 RemoteReadCounters RemoteShardReader::counters() const {
   std::lock_guard lock(mutex_);
   return counters_;
@@ -92,13 +101,13 @@ Status RemoteShardReader::ReadDirect(const Range& r, uint8_t* out) {
 }
 
 Status RemoteShardReader::Read(const Range& r, uint8_t* out) {
-  return pattern_ == ReadPattern::kShardStream ? ReadStream(r, out) : ReadRandom(r, out);
+  return whole_shards_ ? ReadStream(r, out) : ReadRandom(r, out);
 }
 
 void RemoteShardReader::WillRead(std::span<const Range> ranges) {
   std::lock_guard lock(mutex_);
   if (cancelled_) return;
-  if (pattern_ == ReadPattern::kRandom) {
+  if (!whole_shards_) {
     PlanLocked(ranges);
     return;
   }
@@ -302,7 +311,15 @@ Status RemoteShardReader::ReadStream(const Range& range, uint8_t* out) {
   if (r->received >= end) {
     ++counters_.stream_reads;
     lock.unlock();
-    std::memcpy(out, r->bytes.data() + range.offset, range.length);  // final bytes
+    if (r->cached) {  // pinned while this reader counts in r->readers
+      const int64_t got = PreadFull(r->cached->fd(), out, range.length, range.offset);
+      if (got != static_cast<int64_t>(range.length)) {
+        st = MakeError(ErrorCode::kIo, "'" + remote::RedactUrl(shards_[range.shard].url) +
+                                           "': cannot read its cached copy");
+      }
+    } else {
+      std::memcpy(out, r->bytes.data() + range.offset, range.length);  // final bytes
+    }
     lock.lock();
   } else if (cancelled_) {
     st = CancelledError();
@@ -338,6 +355,22 @@ void RemoteShardReader::FetchLoop() {
 
 void RemoteShardReader::Fetch(const std::shared_ptr<Resident>& r) {
   const Shard& shard = shards_[r->shard];
+  if (options_.cache != nullptr) {
+    auto held = options_.cache->Acquire(
+        shard.url, shard.size, shard.sha256,
+        [&](const remote::ObjectStore::Sink& sink) { return store_->Stream(shard.url, sink); });
+    std::lock_guard lock(mutex_);
+    if (held) {
+      r->cached.emplace(std::move(*held));
+      r->received = shard.size;
+      r->state = Resident::kDone;
+    } else {
+      r->error = held.error();
+      r->state = Resident::kFailed;
+    }
+    ready_.notify_all();
+    return;
+  }
   r->bytes.resize(shard.size);  // only this thread touches bytes past received
   uint64_t at = 0;
   uint64_t published = 0;

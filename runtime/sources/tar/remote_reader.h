@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "runtime/remote/object_store.h"
+#include "runtime/remote/shard_cache.h"
 #include "sluice/result.h"
 
 namespace sluice::runtime::tar {
@@ -57,6 +58,12 @@ struct RemoteReadOptions {
   uint64_t coalesce_gap = 64 << 10;
   uint64_t coalesce_max = 8 << 20;
   uint64_t coalesce_budget = 64 << 20;
+  // A local cache of whole shards (`cache: {dir, max_bytes}`), or null. With a
+  // cache every pattern reads whole shards through it (kShardStream's
+  // machinery, the shard acquired from the cache or downloaded into it by a
+  // fetch thread, then pread); max_resident_bytes bounds the shards held
+  // open (pinned) in it.
+  std::shared_ptr<remote::ShardCache> cache;
 };
 
 // What the reader did (cumulative).
@@ -108,6 +115,8 @@ class RemoteShardReader {
 
   void Cancel();
   RemoteReadCounters counters() const;
+  // The cache's counters (zeros without a cache).
+  remote::ShardCacheStats cache_stats() const;
   remote::ObjectStore& store() const { return *store_; }
 
  private:
@@ -131,6 +140,7 @@ class RemoteShardReader {
   uint64_t num_samples_;
   RemoteReadOptions options_;
   ReadPattern pattern_ = ReadPattern::kRandom;
+  bool whole_shards_ = false;  // kShardStream, or any pattern with a cache
 
   mutable std::mutex mutex_;
   std::condition_variable ready_;  // a group or shard made progress

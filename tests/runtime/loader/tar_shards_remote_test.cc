@@ -49,13 +49,17 @@ class TarShardsRemoteTest : public ::testing::Test {
   }
   // The test plan reading tar_shards at `path` in `order`.
   std::string TarPlan(const std::string& name, const std::string& path, const std::string& order,
-                      const std::string& policy = "fail", int read_ahead = 1) {
+                      const std::string& policy = "fail", int read_ahead = 1,
+                      const std::string& shard_cache = "") {
     return EditedPlan(work_->path(), name, [&](json& j) {
       j["sampling"]["order"] = order;
       j["source"]["format"] = "tar_shards";
       j["source"]["params"] = {
           {"path", path}, {"image", "jpg"},           {"label", "cls"},
           {"index", ""},  {"read_ahead", read_ahead}, {"cache_dir", cache_->path().string()}};
+      if (!shard_cache.empty()) {
+        j["source"]["params"]["cache"] = {{"dir", shard_cache}, {"max_bytes", 1 << 30}};
+      }
       j["output"]["on_error"] = {{"policy", policy}, {"max_fraction", 0.5}};
     });
   }
@@ -126,6 +130,27 @@ TEST_F(TarShardsRemoteTest, DirectoryUrlAndResumeFromAState) {
     EXPECT_EQ(again->samples, rest->samples);
     EXPECT_TRUE(again->batches == rest->batches);
     EXPECT_TRUE(again_next->batches == next->batches);
+  }
+}
+
+TEST_F(TarShardsRemoteTest, AShardCacheIsFilledOnceThenServesEveryRead) {
+  ScopedDir shard_cache("rtar_shard_cache");
+  Loader local = Make(TarPlan("c-local.plan", "${DATA}", "shuffle"), 2);
+  auto want = ReadEpoch(local);
+  ASSERT_TRUE(want.has_value());
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    Loader url = Make(
+        TarPlan("c-url.plan", Url() + "/", "shuffle", "fail", 1, shard_cache.path().string()), 2);
+    auto got = ReadEpoch(url);
+    ASSERT_TRUE(got.has_value()) << got.error().ToString();
+    EXPECT_TRUE(got->batches == want->batches);
+    const LoaderStats s = url.Stats();
+    EXPECT_EQ(s.cache_misses, round == 0 ? 3u : 0u);
+    EXPECT_EQ(s.cache_hits, round == 0 ? 0u : 3u);
+    if (round == 1) {
+      EXPECT_EQ(s.remote_requests, 0u);  // index cached, shards cached
+    }
   }
 }
 

@@ -183,5 +183,25 @@ TEST(RemoteShardReader, CancelWakesAReadWaitingOnAStream) {
   EXPECT_FALSE(reader->Read(f.Sample(1, 0), out.data()).has_value());  // fails fast
 }
 
+TEST(RemoteShardReader, WithACacheShardsAreDownloadedOnceAndThenHit) {
+  Fixture f(2);
+  TempDir cache_dir;
+  for (int round = 0; round < 2; ++round) {
+    auto cache = remote::ShardCache::Open(cache_dir.path().string(), 4 * f.shard_size);
+    ASSERT_TRUE(cache.has_value()) << cache.error().ToString();
+    RemoteReadOptions o;
+    o.cache = std::move(*cache);
+    auto reader = f.Make(o, ReadPattern::kRandom);  // a cache reads whole shards anyway
+    std::vector<Range> batch = {f.Sample(1, 2), f.Sample(0, 7), f.Sample(1, 5)};
+    reader->WillRead(batch);
+    for (const Range& r : batch) f.Check(*reader, r);
+    const remote::ShardCacheStats s = reader->cache_stats();
+    EXPECT_EQ(s.misses, round == 0 ? 2u : 0u);
+    EXPECT_EQ(s.hits, round == 0 ? 0u : 2u);
+    EXPECT_EQ(f.store->streams.load(), 2);  // downloads in the first round only
+    EXPECT_EQ(f.store->range_reads.load(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::runtime::tar
