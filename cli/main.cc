@@ -34,7 +34,7 @@ commands:
       With neither --emit nor -o, prints a one-line summary.
   run PLAN [--var NAME=VALUE]... [--batches N] [--epochs E] [--threads T]
       [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
-      [--device cpu|cuda|cuda:N] [--bad-samples FILE]
+      [--device cpu|cuda|cuda:N] [--bad-samples FILE] [--trace FILE] [--report FILE]
       Load the plan and iterate its batches (E epochs, default 1, or N batches);
       progress on stderr, then the device the GPU stages ran on, warnings,
       images/s, batch latency p50/p99/max, time the consumer waited, peak RSS
@@ -42,7 +42,9 @@ commands:
       runs the whole chain on the CPU; cuda/cuda:N fails when no such device.
       Bad-sample counts: distinct bad samples (each file once per epoch) and
       bad reads; --bad-samples FILE writes each epoch's distinct bad samples as
-      JSON lines {"epoch", "sample", "name", "reason"}.
+      JSON lines {"epoch", "sample", "name", "reason"}. --trace FILE records the
+      run as Chrome trace-event JSON (Perfetto UI, chrome://tracing); --report
+      FILE writes a self-contained HTML report with charts (docs/observability.md).
   profile -o HW.yaml [--data PATH] [--machine TEXT] [--seconds S] [--max-files N]
       Measure this machine (cores, JPEG decode per core, fused resample and
       pointwise kernel costs, memory bandwidth, and with --data the read

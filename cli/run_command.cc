@@ -1,6 +1,6 @@
 // `sluice run PLAN --var NAME=VALUE ... [--batches N] [--epochs E] [--threads T]
 //  [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
-//  [--device cpu|cuda|cuda:N] [--bad-samples FILE]`
+//  [--device cpu|cuda|cuda:N] [--bad-samples FILE] [--trace FILE] [--report FILE]`
 //
 // Loads the plan, iterates its loader as a trainer would (touching nothing but
 // the batch handles) and reports throughput. Progress goes to stderr: a bar
@@ -16,6 +16,11 @@
 // its end, and the last epoch's (complete or not) when the run stops, error
 // included. --device sets LoaderOptions::device (a forced cuda that is not
 // usable is an error, exit 1).
+// --trace FILE records the whole run as Chrome trace-event JSON
+// (Loader::StartTrace; open it in https://ui.perfetto.dev or chrome://tracing).
+// --report FILE writes a self-contained HTML report (cli/report/run_report.h):
+// the loader's statistics sampled during the run, charts as inline SVG.
+// See docs/observability.md.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,9 +30,14 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/cli.h"
+#include "cli/report/run_report.h"
+#include "cli/report/svg_chart.h"
 #include "sluice/sluice.h"
 
 namespace sluice::cli {
@@ -59,10 +69,48 @@ bool WriteBadSamples(const Loader& loader, uint64_t epoch, std::ofstream& out, u
   return static_cast<bool>(out);
 }
 
+// The report's plan rows.
+std::vector<std::pair<std::string, std::string>> PlanSummary(const Plan& plan,
+                                                             const std::string& path,
+                                                             const Loader& loader,
+                                                             const LoaderStats& s) {
+  std::string fields, targets;
+  for (const std::string& f : plan.batch_fields()) fields += (fields.empty() ? "" : ", ") + f;
+  for (const std::string& t : plan.cpu_targets()) targets += (targets.empty() ? "" : ", ") + t;
+  if (!plan.cuda_target().empty()) targets += ", " + plan.cuda_target();
+  return {
+      {"plan", plan.name() + " (" + path + ")"},
+      {"spec hash", plan.spec_hash()},
+      {"compiler", plan.compiler_version()},
+      {"source", plan.source_format() + ", " + std::to_string(loader.dataset_size()) + " samples"},
+      {"decoder", plan.decode_op()},
+      {"batch", std::to_string(loader.batch_size()) + " samples: " + fields},
+      {"batches per epoch", std::to_string(loader.batches_per_epoch())},
+      {"kernel targets", targets},
+      {"device", s.device},
+      {"knobs", "threads " + std::to_string(s.threads) + ", prefetch " +
+                    std::to_string(s.prefetch) + ", pool " + std::to_string(s.pool_buffers) +
+                    " x " + report::Num(static_cast<double>(s.batch_bytes) / 1e6, 1) + " MB" +
+                    (s.online_tuning ? ", tuned online" : "")}};
+}
+
+// Appends `epoch`'s bad samples to the report's list (at most `limit` kept).
+void CollectBad(const Loader& loader, uint64_t epoch, report::ReportData& data, size_t limit) {
+  auto bad = loader.BadSamples(epoch);
+  if (!bad) return;
+  for (BadSample& b : *bad) {
+    if (data.bad.size() < limit) {
+      data.bad.push_back(std::move(b));
+    } else {
+      ++data.bad_not_listed;
+    }
+  }
+}
+
 }  // namespace
 
 int Run(const Args& args) {
-  std::string plan_path, error, value, bad_samples_path;
+  std::string plan_path, error, value, bad_samples_path, trace_path, report_path;
   PlanVars vars;
   int64_t batches = -1, epochs = 1;
   LoaderOptions options;
@@ -118,6 +166,14 @@ int Run(const Args& args) {
       if (!error.empty()) return UsageError(error);
       if (value.empty()) return UsageError("--bad-samples needs a FILE");
       bad_samples_path = value;
+    } else if (TakeValue(args, i, "--trace", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (value.empty()) return UsageError("--trace needs a FILE");
+      trace_path = value;
+    } else if (TakeValue(args, i, "--report", value, error)) {
+      if (!error.empty()) return UsageError(error);
+      if (value.empty()) return UsageError("--report needs a FILE");
+      report_path = value;
     } else if (arg == "--dct-scaling") {
       options.dct_scaling = true;
     } else if (arg.starts_with("-")) {
@@ -162,9 +218,27 @@ int Run(const Args& args) {
       return 1;
     }
   }
+  if (!trace_path.empty()) {
+    if (Status st = loader->StartTrace(trace_path); !st) {
+      std::cerr << st.error().ToString() << "\n";
+      return 1;
+    }
+  }
+  std::optional<report::RunRecorder> recorder;
+  report::ReportData report_data;
+  constexpr size_t kReportBadLimit = 200;
+  if (!report_path.empty()) {
+    // Fail before the run, not after it, when the report cannot be written.
+    if (!std::ofstream(report_path, std::ios::app)) {
+      std::cerr << "sluice: error: cannot open report file `" << report_path << "`\n";
+      return 1;
+    }
+    recorder.emplace(0.1);
+  }
   uint64_t epoch = loader->State().epoch, bad_lines = 0;
   const bool tty = ::isatty(2) != 0;
   auto start = std::chrono::steady_clock::now();
+  if (recorder) recorder->Observe(*loader, true);
   auto last_report = start;
   uint64_t done = 0;
   int rc = 0;
@@ -181,11 +255,13 @@ int Run(const Args& args) {
         rc = 1;
         break;
       }
+      if (recorder) CollectBad(*loader, epoch, report_data, kReportBadLimit);
       ++epoch;
       continue;
     }
     ++done;
     next->reset();  // a trainer would use the batch here
+    if (recorder) recorder->Observe(*loader);
     auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
     const double rate = elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0;
@@ -208,6 +284,17 @@ int Run(const Args& args) {
   if (bad_out.is_open() && !WriteBadSamples(*loader, epoch, bad_out, bad_lines)) rc = 1;
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (recorder) recorder->Observe(*loader, true);
+  std::optional<uint64_t> trace_dropped;
+  if (!trace_path.empty()) {
+    auto stopped = loader->StopTrace();
+    if (!stopped) {
+      std::cerr << stopped.error().ToString() << "\n";
+      rc = 1;
+    } else {
+      trace_dropped = *stopped;
+    }
+  }
   LoaderStats s = loader->Stats();
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
@@ -255,6 +342,39 @@ int Run(const Args& args) {
   }
   for (const BadSample& bad : s.last_bad) {
     std::printf("  %s: %s\n", bad.path.c_str(), bad.reason.c_str());
+  }
+  if (trace_dropped) {
+    std::printf("trace:           %s (%llu events dropped: a track's buffer was full)\n",
+                trace_path.c_str(), static_cast<unsigned long long>(*trace_dropped));
+  }
+  if (recorder) {
+    CollectBad(*loader, epoch, report_data, kReportBadLimit);
+    report_data.title = plan->name();
+    report_data.plan = PlanSummary(*plan, plan_path, *loader, s);
+    report_data.machine = report::MachineSummary();
+    report_data.series = recorder->points();
+    report_data.latencies = loader->BatchLatencies();
+    report_data.final_stats = s;
+    report_data.elapsed = elapsed;
+    report_data.warnings = s.warnings;
+    const double rate =
+        elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0;
+    report_data.result = {
+        {"batches", std::to_string(done) + " x " + std::to_string(loader->batch_size()) +
+                        " samples in " + report::Num(elapsed) + " s"},
+        {"images/s", report::Num(rate, 1)},
+        {"batch latency",
+         "p50 " + Ms(s.latency_p50) + ", p99 " + Ms(s.latency_p99) + ", max " + Ms(s.latency_max)},
+        {"consumer waited", report::Num(s.consumer_wait_seconds) + " s"},
+        {"peak RSS", report::Num(static_cast<double>(usage.ru_maxrss) / 1024.0, 1) + " MB"},
+        {"result", rc == 0 ? "completed" : "stopped by an error (see stderr)"}};
+    std::string report_error;
+    if (!report::WriteReport(report_path, report_data, report_error)) {
+      std::cerr << "sluice: error: " << report_error << "\n";
+      rc = 1;
+    } else {
+      std::printf("report:          %s\n", report_path.c_str());
+    }
   }
   return rc;
 }

@@ -19,25 +19,29 @@ Result<std::vector<TensorType>> InferSource(std::string_view op,
 
 // tar_shards' `remote` section: runtime/remote/object_store.h RemoteOptions.
 std::vector<ParamDef> RemoteFields() {
+  auto seconds = [](std::string name, std::string doc, double value) {
+    return ParamDef{.name = std::move(name),
+                    .type = ParamType::kFloat,
+                    .doc = std::move(doc),
+                    .default_value = VFloat(value),
+                    .min = 0.0};
+  };
   return {
-      ParamDef{.name = "connect_timeout",
-               .type = ParamType::kFloat,
-               .doc = "Seconds for a TCP + TLS connect, per attempt.",
-               .default_value = VFloat(10.0),
-               .min = 0.0},
-      ParamDef{.name = "deadline",
-               .type = ParamType::kFloat,
-               .doc = "Seconds one read may take, retries and hedges included.",
-               .default_value = VFloat(60.0),
-               .min = 0.0},
+      seconds("connect_timeout_s", "Seconds for a TCP + TLS connect, per attempt.", 10.0),
+      seconds("deadline_s",
+              "Seconds one call may take (a whole-shard stream included), retries, backoff and "
+              "hedges together.",
+              60.0),
       ParamDef{.name = "max_retries",
                .type = ParamType::kInt,
                .doc = "Attempts after the first for 5xx, 429, resets, timeouts, short bodies.",
                .default_value = VInt(5),
                .min = 0.0},
-      ParamDef{.name = "hedge_delay",
+      seconds("backoff_initial_s", "First backoff cap, doubled per retry (full jitter).", 0.05),
+      seconds("backoff_max_s", "Backoff cap.", 2.0),
+      ParamDef{.name = "hedge_delay_s",
                .type = ParamType::kFloat,
-               .doc = "Seconds before a hedged second range request; 0 = off, -1 = auto "
+               .doc = "Seconds before a hedged second range request; 0 = off, < 0 = auto "
                       "(the observed p95).",
                .default_value = VFloat(-1.0)},
       ParamDef{.name = "max_connections",
@@ -46,6 +50,12 @@ std::vector<ParamDef> RemoteFields() {
                .default_value = VInt(16),
                .min = 1.0},
   };
+}
+
+ParamList RemoteDefaults() {
+  ParamList out;
+  for (const ParamDef& f : RemoteFields()) out[f.name] = *f.default_value;
+  return out;
 }
 
 // tar_shards' `cache` section: runtime/remote/shard_cache.h.
@@ -66,12 +76,6 @@ std::vector<ParamDef> CacheFields() {
 ParamList CacheDefaults() {
   ParamList out;
   for (const ParamDef& f : CacheFields()) out[f.name] = *f.default_value;
-  return out;
-}
-
-ParamList RemoteDefaults() {
-  ParamList out;
-  for (const ParamDef& f : RemoteFields()) out[f.name] = *f.default_value;
   return out;
 }
 
@@ -200,8 +204,9 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                        .fields = CacheFields()},
               ParamDef{.name = "remote",
                        .type = ParamType::kSection,
-                       .doc = "URL paths: request knobs {connect_timeout, deadline, "
-                              "max_retries, hedge_delay, max_connections} (docs/remote.md).",
+                       .doc = "URL paths: request knobs {connect_timeout_s, deadline_s, "
+                              "max_retries, backoff_initial_s, backoff_max_s, hedge_delay_s, "
+                              "max_connections} (docs/remote.md).",
                        .default_value = ParamValue{RemoteDefaults()},
                        .fields = RemoteFields()},
           },

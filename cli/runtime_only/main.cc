@@ -20,7 +20,7 @@ std::string UsageText() {
 
   run PLAN [--var NAME=VALUE]... [--batches N] [--epochs E] [--threads T]
       [--prefetch P] [--in-flight K] [--rank R --world-size W] [--seed S] [--dct-scaling]
-      [--device cpu|cuda|cuda:N] [--bad-samples FILE]
+      [--device cpu|cuda|cuda:N] [--bad-samples FILE] [--trace FILE] [--report FILE]
       Load the plan and iterate its batches; `sluice help` of the full build
       describes every option.
   help, --help, -h    this text

@@ -219,6 +219,27 @@ class Loader {
   int64_t batch_size() const;
   size_t dataset_size() const;
 
+  // Tracing (docs/observability.md): from StartTrace until StopTrace the
+  // loader records Chrome trace-event JSON (Perfetto UI, chrome://tracing):
+  // one track per worker loop (sample, read, decode, kernel spans with the
+  // dataset index and path; device copy on the GPU path), the consumer's
+  // track (next, wait, device sync), batch spans from the first sample
+  // claimed to the last written, and counters (in-flight samples, batches
+  // filling and ready). StopTrace writes the file. Each track keeps at most
+  // `max_events_per_thread` events (0 = 65536, 56 bytes each, allocated at
+  // StartTrace; the scheduler's counter track 4 times that); later events of a full track are dropped, and StopTrace
+  // returns how many were. Off, the loader pays one relaxed atomic load per
+  // span. Destroying the loader stops a running trace and writes the file.
+  // Errors: kIo (the file cannot be opened or written), kInvalidArgument
+  // (StartTrace while tracing, StopTrace while not). Call from the consumer
+  // thread.
+  Status StartTrace(const std::string& path, size_t max_events_per_thread = 0);
+  Result<uint64_t> StopTrace();
+  // The most recent batch latencies (seconds, first sample started -> last
+  // sample written; at most 4096, oldest first is not guaranteed), for
+  // histograms. Not for the hot path (copies).
+  std::vector<double> BatchLatencies() const;
+
   // Range-for over the rest of the current epoch; iteration stops at the end
   // of the epoch or at the first error (see error()).
   class Iterator;

@@ -350,6 +350,22 @@ class Loader:
         current epoch and the one before it; InvalidArgumentError otherwise."""
         return self._core.bad_samples(int(epoch))
 
+    def start_trace(self, path: str, max_events_per_thread: int = 0) -> None:
+        """Starts recording a Chrome trace-event JSON file at `path` (open it
+        in https://ui.perfetto.dev or chrome://tracing): a track per worker
+        with read/decode/kernel spans per sample (dataset index and path as
+        arguments), the consumer's waits on its own track, batch spans, and
+        counters for in-flight samples and queued batches. Each track keeps
+        at most `max_events_per_thread` events (0: 65536); later ones are
+        dropped. IoError when `path` cannot be opened; InvalidArgumentError
+        when a trace is already running. See docs/observability.md."""
+        self._core.start_trace(str(path), int(max_events_per_thread))
+
+    def stop_trace(self) -> int:
+        """Stops recording and writes the trace file; returns how many events
+        were dropped because a track's buffer was full (0 normally)."""
+        return self._core.stop_trace()
+
     @property
     def batch_size(self) -> int:
         return self._core.batch_size

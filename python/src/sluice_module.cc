@@ -529,6 +529,21 @@ class PyLoader {
   int64_t batch_size() const { return loader_.batch_size(); }
   size_t dataset_size() const { return loader_.dataset_size(); }
 
+  // Loader::StartTrace / StopTrace (docs/observability.md).
+  void StartTrace(const std::string& path, size_t max_events_per_thread) {
+    std::lock_guard lock(mutex_);
+    Check(loader_.StartTrace(path, max_events_per_thread));
+  }
+  uint64_t StopTrace() {
+    Result<uint64_t> dropped;
+    {
+      py::gil_scoped_release release;  // writing the file can take a while
+      std::lock_guard lock(mutex_);
+      dropped = loader_.StopTrace();
+    }
+    return Unwrap(std::move(dropped));
+  }
+
   // C++-side throughput reference for the overhead benchmark: runs Next() for
   // up to `max_batches` batches (or to the end of the epoch) without building
   // Python objects; returns the batch count. GIL released throughout.
@@ -755,6 +770,9 @@ PYBIND11_MODULE(_sluice, m) {
            "The distinct bad samples of `epoch` (the current one or the one before), each "
            "once: [{'epoch', 'sample' (dataset index), 'name', 'reason'}], sorted by index.")
       .def("drain_native", &PyLoader::DrainNative, py::arg("max_batches"))
+      .def("start_trace", &PyLoader::StartTrace, py::arg("path"),
+           py::arg("max_events_per_thread") = 0)
+      .def("stop_trace", &PyLoader::StopTrace)
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
       .def_property_readonly("batch_size", &PyLoader::batch_size)
       .def_property_readonly("dataset_size", &PyLoader::dataset_size);

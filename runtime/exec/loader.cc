@@ -122,6 +122,11 @@ Result<std::vector<BadSample>> Loader::BadSamples(uint64_t epoch) const {
 uint64_t Loader::batches_per_epoch() const { return core_->batches_per_epoch(); }
 int64_t Loader::batch_size() const { return core_->batch_size(); }
 size_t Loader::dataset_size() const { return core_->dataset_size(); }
+Status Loader::StartTrace(const std::string& path, size_t max_events_per_thread) {
+  return core_->StartTrace(path, max_events_per_thread);
+}
+Result<uint64_t> Loader::StopTrace() { return core_->StopTrace(); }
+std::vector<double> Loader::BatchLatencies() const { return core_->BatchLatencies(); }
 
 Loader::Iterator Loader::begin() {
   iter_error_.reset();

@@ -102,7 +102,9 @@ Status LoaderCore::OpenInputs() {
       source_, ReadPool::Options{.timeout_s = config_.read_timeout,
                                  .threads = config_.workers,
                                  .max_stuck = ReadPool::DefaultMaxStuck(config_.workers)});
-  worker_.emplace(config_, *source_, *decoder_, *reads_);
+  trace_ = std::make_unique<TraceRecorder>(
+      config_.workers, [source = source_](uint64_t index) { return source->SampleName(index); });
+  worker_.emplace(config_, *source_, *decoder_, *reads_, trace_.get());
   return Ok();
 }
 
@@ -151,6 +153,35 @@ void LoaderCore::Shutdown() {
   if (reads_) reads_->Cancel();         // never takes mutex_
   if (source_) source_->CancelReads();  // remote requests in flight return promptly
   WaitIdleLocked(lock);
+  lock.unlock();
+  if (trace_ && trace_->running()) {
+    if (auto stopped = trace_->Stop(); !stopped) {
+      std::cerr << "sluice: warning: " << stopped.error().ToString() << "\n";
+    }
+  }
+}
+
+Status LoaderCore::StartTrace(const std::string& path, size_t max_events_per_track) {
+  return trace_->Start(path, max_events_per_track);
+}
+
+Result<uint64_t> LoaderCore::StopTrace() { return trace_->Stop(); }
+
+std::vector<double> LoaderCore::BatchLatencies() const {
+  std::unique_lock lock(mutex_);
+  return latency_.Values();
+}
+
+void LoaderCore::TraceCountersLocked(Clock::time_point now) {
+  if (!trace_->on()) return;
+  int64_t filling = 0, ready = 0;
+  for (const PoolBuffer& b : buffers_) {
+    filling += b.state == BufferState::kFilling || b.state == BufferState::kTransferring;
+    ready += b.state == BufferState::kReady;
+  }
+  trace_->Counter("in-flight samples", now, in_flight_samples_);
+  trace_->Counter("batches filling", now, filling);
+  trace_->Counter("batches ready (queue)", now, ready);
 }
 
 void LoaderCore::WaitIdleLocked(std::unique_lock<std::mutex>& lock) {
@@ -228,6 +259,8 @@ bool LoaderCore::ClaimBufferLocked() {
   buf.index = sched_pos_ / static_cast<uint64_t>(config_.batch_size);
   buf.remaining = config_.batch_size;
   buf.start = Clock::now();
+  trace_->Async(true, "batch", buf.start, buf.epoch * batches_per_epoch() + buf.index,
+                static_cast<int64_t>(buf.epoch), static_cast<int64_t>(buf.index));
   buf.error.reset();
   buf.error_slot = -1;
   buf.bad.clear();
@@ -261,6 +294,7 @@ bool LoaderCore::TakeJobLocked(Job& job) {
   job.epoch = epoch_;
   job.position = sched_pos_;
   ++sched_pos_;
+  ++in_flight_samples_;
   if (sched_pos_ % b == 0) SkipDeliveredBatchesLocked();
   return true;
 }
@@ -280,6 +314,7 @@ void LoaderCore::WorkerLoop(int worker) {
   Outcome outcome;
   while (true) {
     Job job;
+    job.track = TraceRecorder::kFirstWorkerTrack + worker;
     {
       std::unique_lock lock(mutex_);
       // Above the online tuner's cap, this worker goes idle first.
@@ -289,8 +324,18 @@ void LoaderCore::WorkerLoop(int worker) {
         cv_.notify_all();
         return;
       }
+      TraceCountersLocked(Clock::now());
     }
+    // The sample's spans are recorded only when its "sample" span is, so
+    // every read/decode/kernel span in the file has its parent.
+    job.traced = trace_->on();
+    const Clock::time_point begin = job.traced ? Clock::now() : Clock::time_point{};
     ProcessGuarded(job, scratch, outcome);
+    if (job.traced) {
+      const uint64_t b = static_cast<uint64_t>(config_.batch_size);
+      trace_->Span(job.track, "sample", begin, Clock::now(), outcome.used_index,
+                   static_cast<int64_t>(job.position / b), job.slot);
+    }
     std::unique_lock lock(mutex_);
     CompleteAndLaunch(job, outcome, lock);
   }
@@ -321,6 +366,11 @@ void LoaderCore::CompleteAndLaunch(const Job& job, Outcome& outcome,
   lock.unlock();
   Status st = Ok();
   try {
+    // Enqueues the host-to-device copies and the batch kernels (asynchronous:
+    // the span is the host's enqueue time; "device sync" on the consumer's
+    // track is where the host waits for the device).
+    ScopedSpan span(*trace_, job.track, "device copy", TraceRecorder::kNoIndex,
+                    static_cast<int64_t>(buffers_[static_cast<size_t>(job.buffer)].index));
     st = gpu_->Launch(job.buffer);
   } catch (...) {
     st = MakeError(ErrorCode::kInternal, "exception while launching a GPU batch");
@@ -386,9 +436,13 @@ bool LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
     b.error_slot = job.slot;
   }
   b.samples[static_cast<size_t>(job.slot)] = o.used_index;
+  --in_flight_samples_;
   bool launch = false;
   if (--b.remaining == 0) {
-    latency_.Add(std::chrono::duration<double>(Clock::now() - b.start).count());
+    const Clock::time_point now = Clock::now();
+    latency_.Add(std::chrono::duration<double>(now - b.start).count());
+    trace_->Async(false, "batch", now, b.epoch * batches_per_epoch() + b.index,
+                  static_cast<int64_t>(b.epoch), static_cast<int64_t>(b.index));
     if (gpu_ && !b.error && !fatal_ && !stopping_) {
       b.state = BufferState::kTransferring;
       launch = true;
@@ -398,6 +452,7 @@ bool LoaderCore::CompleteLocked(const Job& job, Outcome& o) {
     cv_.notify_all();
   }
   if (fatal_) cv_.notify_all();
+  TraceCountersLocked(Clock::now());
   return launch;
 }
 
@@ -466,8 +521,11 @@ Result<std::optional<Batch>> LoaderCore::DeliverLocked(int pick,
   ++batches_;
   samples_ += static_cast<uint64_t>(config_.batch_size);
   Batch batch = MakeBatchLocked(pick);
+  TraceCountersLocked(Clock::now());
   if (gpu_ && gpu_->wait()) {
     lock.unlock();
+    ScopedSpan span(*trace_, TraceRecorder::kConsumerTrack, "device sync", TraceRecorder::kNoIndex,
+                    static_cast<int64_t>(b.index));
     Status st = gpu_->WaitBuffer(pick);
     if (!st) {
       { Batch drop = std::move(batch); }  // its release takes the lock
@@ -482,8 +540,12 @@ Result<std::optional<Batch>> LoaderCore::DeliverLocked(int pick,
 Result<std::optional<Batch>> LoaderCore::Next() {
   auto t0 = Clock::now();
   std::unique_lock lock(mutex_);
+  int64_t traced_batch = -1;  // the "next" span's argument
   auto done_waiting = [&] {
-    wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    const Clock::time_point now = Clock::now();
+    wait_seconds_ += std::chrono::duration<double>(now - t0).count();
+    trace_->Span(TraceRecorder::kConsumerTrack, "next", t0, now, TraceRecorder::kNoIndex,
+                 traced_batch);
   };
   if (online_) ObserveLocked(t0);
   while (true) {
@@ -499,6 +561,7 @@ Result<std::optional<Batch>> LoaderCore::Next() {
       return std::optional<Batch>();
     }
     if (const int pick = PickReadyLocked(); pick >= 0) {
+      traced_batch = static_cast<int64_t>(buffers_[static_cast<size_t>(pick)].index);
       auto result = DeliverLocked(pick, lock);
       done_waiting();
       return result;
@@ -516,7 +579,10 @@ Result<std::optional<Batch>> LoaderCore::Next() {
                        "destroy batches you no longer need, or raise output.prefetch");
     }
     PumpLocked();
+    const bool traced = trace_->on();
+    const Clock::time_point wait_begin = traced ? Clock::now() : Clock::time_point{};
     cv_.wait(lock);
+    if (traced) trace_->Span(TraceRecorder::kConsumerTrack, "wait", wait_begin, Clock::now());
   }
 }
 

@@ -66,6 +66,7 @@
 #include "runtime/metrics/latency_recorder.h"
 #include "runtime/sampling/epoch_sampler.h"
 #include "runtime/sources/source.h"
+#include "runtime/trace/trace_recorder.h"
 #include "sluice/loader.h"
 
 namespace sluice::runtime {
@@ -91,6 +92,11 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t batches_per_epoch() const { return sampler_->batches_per_rank(); }
   int64_t batch_size() const { return config_.batch_size; }
   size_t dataset_size() const { return source_->size(); }
+  // Tracing (trace_recorder.h; called by the consumer thread). Shutdown stops
+  // a running trace and writes its file.
+  Status StartTrace(const std::string& path, size_t max_events_per_track);
+  Result<uint64_t> StopTrace();
+  std::vector<double> BatchLatencies() const;
 
   static constexpr int kMaxAttempts = Outcome::kMaxAttempts;
   // Seconds of Next() calls between two observations of the online tuner.
@@ -167,6 +173,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   Status CheckRestoreState(const LoaderState& state) const;
   void WaitIdleLocked(std::unique_lock<std::mutex>& lock);
   Batch MakeBatchLocked(int buffer);
+  // Trace counters: in-flight samples and batches filling / ready (only when
+  // tracing is on).
+  void TraceCountersLocked(Clock::time_point now);
 
   // Immutable after Create.
   std::unique_ptr<Plan> plan_;  // the config's fields point into it
@@ -186,7 +195,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::unique_ptr<tbb::task_arena> arena_;
   std::vector<Scratch> scratch_;  // one per worker
   Clock::time_point created_;
-  std::unique_ptr<GpuStage> gpu_;  // GPU path, else null
+  std::unique_ptr<GpuStage> gpu_;         // GPU path, else null
+  std::unique_ptr<TraceRecorder> trace_;  // always present; records only when started
 
   // Guarded by mutex_.
   mutable std::mutex mutex_;
@@ -211,6 +221,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Stats.
   uint64_t samples_ = 0, batches_ = 0, bad_reads_ = 0, skipped_ = 0, replaced_ = 0;
   int64_t read_ns_ = 0, decode_ns_ = 0, kernel_ns_ = 0;
+  int64_t in_flight_samples_ = 0;  // jobs taken and not yet completed (trace counter)
   double wait_seconds_ = 0;
   // Online tuning (auto knobs only): the caps the workers and the buffer
   // claims obey; equal to config_.workers / config_.prefetch when tuning is off.

@@ -99,11 +99,12 @@ void Outcome::Reset() {
 }
 
 SampleWorker::SampleWorker(const LoaderConfig& config, const Source& source, const Decoder& decoder,
-                           ReadPool& reads)
+                           ReadPool& reads, TraceRecorder* trace)
     : config_(config),
       source_(source),
       decoder_(decoder),
       reads_(reads),
+      trace_(trace),
       pushdown_(EffectivePushdown(config.pushdown, decoder.caps())) {
   for (const FieldLayout& f : config.fields) {
     has_reference_ |= f.reference >= 0;
@@ -167,6 +168,7 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
   auto bytes = reads_.Read(index, scratch.read);
   auto t1 = Clock::now();
   out.read_ns += Ns(t0, t1);
+  if (job.traced) trace_->Span(job.track, "read", t0, t1, index);
   if (!bytes) return std::unexpected(WithPath(bytes.error(), index));
   std::span<const uint8_t> data(scratch.read.buffer().data(), *bytes);
   auto header = decoder_.ReadHeader(data);
@@ -177,7 +179,9 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
   auto is_pushed = RequestRegion(*header, index, job.epoch, request, pushed);
   if (!is_pushed) return std::unexpected(WithPath(is_pushed.error(), index));
   auto region = decoder_.Decode(data, request, scratch.image);
-  out.decode_ns += Ns(t1, Clock::now());
+  const auto t2 = Clock::now();
+  out.decode_ns += Ns(t1, t2);
+  if (job.traced) trace_->Span(job.track, "decode", t1, t2, index);
   if (!region) return std::unexpected(WithPath(region.error(), index));
   if (scratch.image.channels() != config_.channels) {
     return MakeError(ErrorCode::kCorruptData, source_.SampleName(index) + ": decoded to " +
@@ -188,14 +192,20 @@ Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch,
   if (has_reference_) {
     auto r0 = Clock::now();
     FillReferenceImage(scratch);
-    out.kernel_ns += Ns(r0, Clock::now());
+    const auto r1 = Clock::now();
+    out.kernel_ns += Ns(r0, r1);
+    if (job.traced) trace_->Span(job.track, "kernel", r0, r1, index);
   }
   for (const FieldLayout& f : config_.fields) {
     uint8_t* slot = Slot(job, f);
     if (f.reference >= 0) {
       auto k0 = Clock::now();
       Status st = RunReference(f, index, job, scratch, slot);
-      out.kernel_ns += Ns(k0, Clock::now());
+      const auto k1 = Clock::now();
+      out.kernel_ns += Ns(k0, k1);
+      if (job.traced) {
+        trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
+      }
       if (!st) return std::unexpected(WithPath(st.error(), index));
     } else if (f.chain < 0) {
       int64_t label = source_.label(index);
@@ -255,7 +265,9 @@ Status SampleWorker::RunFused(const FieldLayout& f, uint64_t index, const Job& j
                  static_cast<int64_t>(img.stride())};
   auto k0 = Clock::now();
   Status st = f.kernel->Run(view, args, Slot(job, f));
-  out.kernel_ns += Ns(k0, Clock::now());
+  const auto k1 = Clock::now();
+  out.kernel_ns += Ns(k0, k1);
+  if (job.traced) trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
   if (!st) fatal = true;
   return st;
 }

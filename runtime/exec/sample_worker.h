@@ -41,6 +41,7 @@
 #include "runtime/exec/read_pool.h"
 #include "runtime/sampling/epoch_sampler.h"
 #include "runtime/sources/source.h"
+#include "runtime/trace/trace_recorder.h"
 #include "sluice/result.h"
 
 namespace sluice::runtime {
@@ -61,6 +62,8 @@ struct Job {
   uint8_t* data = nullptr;
   int64_t slot = 0;
   uint64_t epoch = 0, position = 0;
+  int track = 0;        // the worker loop's trace track (TraceRecorder)
+  bool traced = false;  // record this sample's spans (tracing was on when it began)
 };
 
 // What filling one slot did (reset by Reset() before each job; no allocation).
@@ -82,8 +85,10 @@ class SampleWorker {
   // `config`, `source`, `decoder` and `reads` must outlive the worker;
   // `config.fields` point into the plan, which must too. Every source read
   // goes through `reads` (the read deadline; `reads` reads `source`).
+  // `trace` gets read, decode and kernel spans on the job's track for jobs
+  // with `traced` set (required then).
   SampleWorker(const LoaderConfig& config, const Source& source, const Decoder& decoder,
-               ReadPool& reads);
+               ReadPool& reads, TraceRecorder* trace = nullptr);
 
   // Fills `job`'s slot with the sample at `order[job.position]`, or a
   // replacement under the error policy; never throws for bad data.
@@ -124,6 +129,7 @@ class SampleWorker {
   const Source& source_;
   const Decoder& decoder_;
   ReadPool& reads_;
+  TraceRecorder* trace_ = nullptr;
   PushdownConfig pushdown_;                   // what this decoder does of config_.pushdown
   const FusedChain* region_chain_ = nullptr;  // the (single) fused chain pushdown is for
   bool has_reference_ = false;

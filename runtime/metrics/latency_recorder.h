@@ -21,6 +21,10 @@ class LatencyRecorder {
   }
   size_t count() const { return std::min(next_, ring_.size()); }
   double max() const { return max_; }
+  // The recorded window (at most `capacity` values, in ring order).
+  std::vector<double> Values() const {
+    return std::vector<double>(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(count()));
+  }
   // The q-quantile (0 <= q <= 1, nearest rank) of the recorded window; 0 when empty.
   double Quantile(double q) const {
     size_t n = count();

@@ -1,5 +1,6 @@
 #include "runtime/remote/object_store.h"
 
+#include "runtime/remote/http_store.h"
 #include "runtime/remote/local_store.h"
 
 namespace sluice::runtime::remote {
@@ -44,13 +45,8 @@ std::string RedactUrl(std::string_view url) {
 
 Result<std::shared_ptr<ObjectStore>> OpenObjectStore(std::string_view url,
                                                      const RemoteOptions& options) {
-  (void)options;  // the local store has no requests to tune
   const std::string scheme = SchemeOf(url);
-  if (scheme == "http" || scheme == "https" || scheme == "s3") {
-    return MakeError(ErrorCode::kUnsupported,
-                     "cannot read '" + RedactUrl(url) + "': no HTTP transport in this build",
-                     "use local paths or file:// URLs");
-  }
+  if (scheme == "http" || scheme == "https" || scheme == "s3") return OpenHttpStore(url, options);
   if (scheme == "file") {
     auto path = LocalPathOf(url);
     if (!path) return std::unexpected(path.error());

@@ -412,10 +412,12 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
       return v == nullptr ? fallback : v->AsFloat();
     };
     remote::RemoteOptions& o = options.remote;
-    o.connect_timeout_s = number("connect_timeout", o.connect_timeout_s);
-    o.deadline_s = number("deadline", o.deadline_s);
+    o.connect_timeout_s = number("connect_timeout_s", o.connect_timeout_s);
+    o.deadline_s = number("deadline_s", o.deadline_s);
     o.max_retries = static_cast<int>(number("max_retries", o.max_retries));
-    o.hedge_delay_s = number("hedge_delay", o.hedge_delay_s);
+    o.backoff_initial_s = number("backoff_initial_s", o.backoff_initial_s);
+    o.backoff_max_s = number("backoff_max_s", o.backoff_max_s);
+    o.hedge_delay_s = number("hedge_delay_s", o.hedge_delay_s);
     o.max_connections = static_cast<int>(number("max_connections", o.max_connections));
   }
   if (const ParamValue* section = FindParam(params, "cache");

@@ -119,8 +119,8 @@ class TarShardSource final : public Source {
 
 // The registry's open function: params path, image ("jpg;jpeg;png": ';' or
 // ',' separated extensions), label ("cls"; "" = no labels), index, cache_dir,
-// read_ahead, read_ahead_bytes, and the `remote` section (connect_timeout,
-// deadline, max_retries, hedge_delay, max_connections: RemoteOptions).
+// read_ahead, read_ahead_bytes, the `cache` section (dir, max_bytes) and the
+// `remote` section (RemoteOptions' fields, named as in docs/remote.md).
 Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params);
 
 // Splits an `image` param ("jpg;jpeg, png", ".PNG") into lower-case

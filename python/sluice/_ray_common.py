@@ -1,0 +1,217 @@
+"""Pieces shared by sluice.ray's two forms (see sluice/ray.py):
+
+- shipping a plan directory to Ray workers through the object store (a
+  worker on another node need not see the driver's file system);
+- running a Sluice loader over an explicit set of one epoch's batch indices;
+- the delivered-batches record that becomes a loader state dict (in the
+  loader's own dialect: make_state / state_batches).
+
+Imports ray lazily: nothing here needs it."""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import sluice
+
+# Plans materialized in this process, by digest (a worker reuses them).
+_PLANS: Dict[str, "sluice.Plan"] = {}
+_PLANS_LOCK = threading.Lock()
+
+
+def plan_payload(plan: "sluice.Plan") -> Dict[str, Any]:
+    """The plan directory's files (bytes, by relative path), its ${VARS} and a
+    digest of both: what a worker needs to load the same plan."""
+    files: Dict[str, bytes] = {}
+    root = plan.path
+    for dirpath, _, names in os.walk(root):
+        for name in sorted(names):
+            full = os.path.join(dirpath, name)
+            with open(full, "rb") as f:
+                files[os.path.relpath(full, root)] = f.read()
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    for k, v in sorted(plan.vars.items()):
+        h.update(("var:%s=%s\0" % (k, v)).encode())
+    return {"files": files, "vars": plan.vars, "digest": h.hexdigest()[:24]}
+
+
+def materialize(payload: Mapping[str, Any]) -> "sluice.Plan":
+    """Loads the plan a payload describes, writing its directory once per
+    process under the temporary directory (reused across calls)."""
+    digest = payload["digest"]
+    with _PLANS_LOCK:
+        plan = _PLANS.get(digest)
+        if plan is not None:
+            return plan
+        root = os.path.join(tempfile.gettempdir(), "sluice_ray_plans")
+        os.makedirs(root, exist_ok=True)
+        final = os.path.join(root, "%s-%d" % (digest, os.getpid()))
+        if not os.path.isdir(final):
+            tmp = tempfile.mkdtemp(prefix="incoming-", dir=root)
+            for rel, data in payload["files"].items():
+                path = os.path.join(tmp, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(data)
+            try:
+                os.rename(tmp, final)
+                # Removed when this worker exits normally (a loaded kernels.so
+                # stays mapped); a killed worker leaves it in the temp directory.
+                atexit.register(shutil.rmtree, final, True)
+            except OSError:  # another thread of this process won the race
+                shutil.rmtree(tmp, ignore_errors=True)
+        plan = sluice.load(final, vars=payload["vars"])
+        _PLANS[digest] = plan
+        return plan
+
+
+# ---- the state dict dialect ----
+# sluice.ray speaks the loader's own state dict: {epoch, position, spec_hash}
+# plus the batches delivered after `position`, as "delivered_ahead" (batch
+# indices) or, with the elastic LoaderState, as "consumed" (ranges of epoch
+# positions). A template (a world-size-1 loader's state_dict()) decides which
+# and supplies any other keys; these two functions are the only readers and
+# writers of those keys here.
+
+
+def make_state(template: Mapping[str, Any], epoch: int, next_batch: int, ahead: Sequence[int],
+               batch_size: int) -> Dict[str, Any]:
+    """A state: batches before `next_batch` and those in `ahead` delivered."""
+    s = dict(template)
+    s["epoch"] = int(epoch)
+    s["position"] = int(next_batch) * batch_size
+    ahead = sorted(int(k) for k in ahead)
+    if "consumed" in template:
+        runs: List[List[int]] = []
+        for k in ahead:
+            if runs and runs[-1][1] == k * batch_size:
+                runs[-1][1] = (k + 1) * batch_size
+            else:
+                runs.append([k * batch_size, (k + 1) * batch_size])
+        s["consumed"] = runs
+        s.pop("delivered_ahead", None)
+    else:
+        s["delivered_ahead"] = ahead
+    return s
+
+
+def state_batches(state: Mapping[str, Any], batch_size: int) -> "tuple[int, set]":
+    """(first batch not delivered, batches delivered after it) of a state."""
+    position = int(state.get("position", 0))
+    ahead = set(int(k) for k in state.get("delivered_ahead", None) or [])
+    for r in state.get("consumed", None) or []:
+        b, e = (int(r["begin"]), int(r["end"])) if isinstance(r, Mapping) else (int(r[0]), int(r[1]))
+        if b % batch_size or e % batch_size:
+            position = -1  # not whole batches: reported below
+            break
+        ahead.update(range(b // batch_size, e // batch_size))
+    if position < 0 or position % batch_size != 0:
+        sluice._sluice.raise_error(
+            "invalid_argument",
+            "the state's delivered samples are not whole batches of batch size %d" % batch_size,
+            "pass what a world-size-1 loader's (or sluice.ray's) state_dict() returned")
+    return position // batch_size, ahead
+
+
+def select_batches(loader: "sluice.Loader", epoch: int, batches: Sequence[int]) -> None:
+    """Restarts `loader` (strict ordering, world size 1) so that the rest of
+    `epoch` yields exactly `batches` (batch indices), then its end.
+
+    Uses only the loader state: the first batch is the position, every later
+    batch of the epoch not in `batches` counts as delivered, so the C++ loader
+    neither produces nor delivers it. Batch k has the contents of a local
+    loader's batch k (contents depend only on plan, seed, epoch and batch
+    index)."""
+    nb, b = loader.batches_per_epoch, loader.batch_size
+    todo = sorted(set(int(k) for k in batches))
+    if todo and (todo[0] < 0 or todo[-1] >= nb):
+        sluice._sluice.raise_error(
+            "invalid_argument",
+            "batch indices %d..%d are outside the epoch's %d batches" % (todo[0], todo[-1], nb))
+    first = todo[0] if todo else nb
+    wanted = set(todo)
+    ahead = [k for k in range(first + 1, nb) if k not in wanted]
+    loader.load_state_dict(make_state(loader.state_dict(), epoch, first, ahead, b))
+
+
+def remaining_batches(state: Optional[Mapping[str, Any]], batch_size: int,
+                      batches_per_epoch: int) -> List[int]:
+    """The batch indices a loader state has not delivered yet in its epoch."""
+    if state is None:
+        return list(range(batches_per_epoch))
+    first, ahead = state_batches(state, batch_size)
+    return [k for k in range(first, batches_per_epoch) if k not in ahead]
+
+
+class Delivered:
+    """Which batches of the current epoch a consumer has received, as a
+    loader state: position = the first batch not delivered, delivered_ahead =
+    the delivered ones after it (few when batches arrive nearly in order)."""
+
+    def __init__(self, template: Mapping[str, Any], batch_size: int, batches_per_epoch: int,
+                 state: Optional[Mapping[str, Any]] = None, epoch: int = 0) -> None:
+        self.template = dict(template)  # a world-size-1 loader's state_dict()
+        self.spec_hash = self.template["spec_hash"]
+        self.batch_size = int(batch_size)
+        self.batches_per_epoch = int(batches_per_epoch)
+        self.reset(state if state is not None else self.start_of(epoch))
+
+    def start_of(self, epoch: int) -> Dict[str, Any]:
+        """The state at the start of `epoch`."""
+        return make_state(self.template, epoch, 0, [], self.batch_size)
+
+    def reset(self, state: Mapping[str, Any]) -> None:
+        if state.get("spec_hash", self.spec_hash) != self.spec_hash:
+            sluice._sluice.raise_error(
+                "invalid_argument",
+                "loader state is for spec %s, this plan's is %s" % (state.get("spec_hash"),
+                                                                    self.spec_hash),
+                "restore a state saved by a loader of the same plan")
+        self.epoch = int(state.get("epoch", 0))
+        todo = remaining_batches(state, self.batch_size, self.batches_per_epoch)
+        self.next = todo[0] if todo else self.batches_per_epoch
+        self.ahead = set(range(self.next, self.batches_per_epoch)) - set(todo)
+
+    @property
+    def complete(self) -> bool:
+        return self.next >= self.batches_per_epoch
+
+    def is_delivered(self, index: int) -> bool:
+        return index < self.next or index in self.ahead
+
+    def add(self, index: int) -> None:
+        if self.is_delivered(index):
+            sluice._sluice.raise_error(
+                "internal", "batch %d of epoch %d delivered twice" % (index, self.epoch))
+        self.ahead.add(index)
+        while self.next in self.ahead:
+            self.ahead.discard(self.next)
+            self.next += 1
+
+    def remaining(self) -> List[int]:
+        return [k for k in range(self.next, self.batches_per_epoch) if k not in self.ahead]
+
+    def state_dict(self) -> Dict[str, Any]:
+        if self.complete:
+            return self.start_of(self.epoch + 1)
+        return make_state(self.template, self.epoch, self.next, self.ahead, self.batch_size)
+
+
+def split_runs(todo: Sequence[int], parts: int) -> List[List[int]]:
+    """Splits `todo` into at most `parts` consecutive runs of near-equal length."""
+    parts = max(1, min(int(parts), len(todo)))
+    out, start = [], 0
+    for i in range(parts):
+        end = (len(todo) * (i + 1)) // parts
+        if end > start:
+            out.append(list(todo[start:end]))
+        start = end
+    return out

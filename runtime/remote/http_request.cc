@@ -1,0 +1,315 @@
+#include "runtime/remote/http_request.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "runtime/remote/s3_listing.h"
+
+namespace sluice::runtime::remote {
+namespace {
+
+constexpr size_t kMaxErrorBody = 4096;
+constexpr size_t kMaxBuffer = size_t{256} << 20;  // a listing page is ~ 300 KB
+
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+long Status2xx(CURL* easy) {
+  long status = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
+// The first 2xx body byte of a ranged attempt: a 200 means the server ignored
+// Range and sends the object from byte 0.
+void OnFirstBody(Attempt& a, long status) {
+  a.started = true;
+  if (status == 200) a.skip = a.offset;
+}
+
+size_t OnStreamBody(Attempt& a, const uint8_t* p, size_t n) {
+  std::lock_guard<std::mutex> lock(a.transfer.waiter->mu);
+  StreamQueue& q = *a.stream;
+  if (q.queued >= StreamQueue::kMaxQueued) {
+    q.paused = true;
+    return CURL_WRITEFUNC_PAUSE;  // curl delivers the same bytes again after Unpause
+  }
+  const size_t drop = static_cast<size_t>(std::min<uint64_t>(a.skip, n));
+  a.skip -= drop;
+  a.body_bytes += n;
+  if (drop == n) return n;
+  std::vector<uint8_t> chunk;
+  if (!q.spare.empty()) {
+    chunk = std::move(q.spare.back());
+    q.spare.pop_back();
+  }
+  chunk.assign(p + drop, p + n);
+  q.queued += chunk.size();
+  q.chunks.push_back(std::move(chunk));
+  a.transfer.waiter->cv.notify_all();
+  return n;
+}
+
+size_t OnBody(char* data, size_t size, size_t nmemb, void* user) {
+  Attempt& a = *static_cast<Attempt*>(user);
+  const size_t n = size * nmemb;
+  const auto* p = reinterpret_cast<const uint8_t*>(data);
+  const long status = Status2xx(a.transfer.easy);
+  if (status < 200 || status >= 300) {
+    const size_t keep = std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, a.error_body.size()));
+    a.error_body.append(data, keep);
+    return n;
+  }
+  if (!a.started) OnFirstBody(a, status);
+  switch (a.mode) {
+    case Attempt::Mode::kHead:
+      return n;
+    case Attempt::Mode::kBuffer:
+      if (a.buffer->size() + n > kMaxBuffer) return 0;
+      a.buffer->append(data, n);
+      a.body_bytes += n;
+      return n;
+    case Attempt::Mode::kStream:
+      return OnStreamBody(a, p, n);
+    case Attempt::Mode::kRange: {
+      a.body_bytes += n;
+      size_t pos = static_cast<size_t>(std::min<uint64_t>(a.skip, n));
+      a.skip -= pos;
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n - pos, a.want - a.got));
+      std::memcpy(a.dst + a.got, p + pos, take);
+      a.got += take;
+      pos += take;
+      if (a.got == a.want && pos < n) {
+        a.complete = true;  // more than asked for (a 200): stop here
+        return 0;
+      }
+      return n;
+    }
+  }
+  return 0;
+}
+
+size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
+  Attempt& a = *static_cast<Attempt*>(user);
+  const std::string_view line(data, size * nmemb);
+  if (StartsWithNoCase(line, "content-range:")) {
+    const size_t slash = line.rfind('/');
+    if (slash != std::string_view::npos) {
+      int64_t total = -1;
+      const char* begin = line.data() + slash + 1;
+      std::from_chars(begin, line.data() + line.size(), total);
+      a.content_range_total = total;
+    }
+  }
+  return size * nmemb;
+}
+
+long Millis(double seconds) { return std::max<long>(1, static_cast<long>(seconds * 1000)); }
+
+std::string Hint403(const Target& t, const AwsConfig* aws) {
+  if (!t.s3) return "the server refused access: check the URL and the server's access rules";
+  std::string source = aws != nullptr ? aws->credentials_source : "none";
+  return "check the credentials (from " + source +
+         "; AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE), the "
+         "region (" +
+         (aws != nullptr ? aws->region : std::string("?")) + "), that bucket '" + t.bucket +
+         "' exists and that they may read key '" + t.key + "'";
+}
+
+std::string Hint404(const Target& t) {
+  if (!t.s3) return "check the URL (host, directory and file name)";
+  return "check the bucket '" + t.bucket + "' and the key '" + t.key +
+         "' (keys are case-sensitive; list the prefix to see what exists)" +
+         std::string(" and AWS_ENDPOINT_URL for a non-AWS store");
+}
+
+bool RetryableCurlCode(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Attempt::~Attempt() { curl_slist_free_all(headers); }
+
+std::string Describe(const Target& target, const char* verb) {
+  std::string s = std::string(verb) + " " + target.url;
+  if (target.s3) s += " (" + target.http_url + ")";
+  return s;
+}
+
+Result<Target> ResolveTarget(const std::string& url, const AwsConfig* aws) {
+  Target t;
+  t.url = url;
+  const size_t colon = url.find("://");
+  std::string scheme = colon == std::string::npos ? "" : url.substr(0, colon);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (scheme == "http" || scheme == "https") {
+    if (url.size() <= colon + 3) {
+      return MakeError(ErrorCode::kInvalidArgument, "URL '" + url + "' has no host");
+    }
+    t.http_url = url;
+    return t;
+  }
+  if (scheme != "s3") {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'" + url + "' is not an http://, https:// or s3:// URL");
+  }
+  if (aws == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "'" + url + "' is an s3:// URL but this store was opened for HTTP");
+  }
+  const std::string rest = url.substr(colon + 3);
+  const size_t slash = rest.find('/');
+  t.s3 = true;
+  t.bucket = rest.substr(0, slash);
+  t.key = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (t.bucket.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "s3 URL '" + url + "' has no bucket",
+                     "write s3://BUCKET/KEY");
+  }
+  const std::string key = UriEncode(t.key, true);
+  if (!aws->endpoint.empty()) {
+    t.http_url = aws->endpoint + "/" + t.bucket + "/" + key;  // path-style
+  } else if (t.bucket.find('.') != std::string::npos) {
+    t.http_url = "https://s3." + aws->region + ".amazonaws.com/" + t.bucket + "/" + key;
+  } else {
+    t.http_url = "https://" + t.bucket + ".s3." + aws->region + ".amazonaws.com/" + key;
+  }
+  return t;
+}
+
+Status ConfigureAttempt(Attempt& a, const RequestSetup& s) {
+  CURL* e = a.transfer.easy;
+  const double remaining = std::chrono::duration<double>(s.deadline - Clock::now()).count();
+  const std::string& url = s.url_override.empty() ? s.target->http_url : s.url_override;
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_PRIVATE, &a.transfer);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, a.curl_error);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "sluice/" SLUICE_VERSION);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, Millis(std::min(s.connect_timeout_s, remaining)));
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, Millis(remaining));
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, &a);
+  if (a.mode == Attempt::Mode::kHead) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  std::string range;
+  if (s.range) {
+    range = std::to_string(a.offset) + "-";
+    if (a.want > 0) range += std::to_string(a.offset + a.want - 1);
+    curl_easy_setopt(e, CURLOPT_RANGE, range.c_str());  // curl copies the string
+  }
+  if (!s.target->s3) {
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+  } else if (s.aws != nullptr && !s.aws->access_key.empty()) {
+    const std::string sigv4 = "aws:amz:" + s.aws->region + ":s3";
+    curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(e, CURLOPT_USERNAME, s.aws->access_key.c_str());
+    curl_easy_setopt(e, CURLOPT_PASSWORD, s.aws->secret_key.c_str());
+    // S3 wants the payload hash header; curl signs it as given (GET: no body).
+    a.headers = curl_slist_append(a.headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (!s.aws->session_token.empty()) {
+      a.headers =
+          curl_slist_append(a.headers, ("x-amz-security-token: " + s.aws->session_token).c_str());
+    }
+  }
+  if (a.headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, a.headers);
+  return Ok();
+}
+
+Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const char* verb,
+                 bool cancelled) {
+  Outcome o;
+  const Transfer& tr = a.transfer;
+  o.http_status = tr.http_status;
+  const std::string what = Describe(t, verb);
+  auto fail = [&](Outcome::Kind kind, ErrorCode code, std::string msg, std::string hint = {}) {
+    o.kind = kind;
+    o.error = Error{code, what + ": " + msg, std::move(hint), {}};
+    return o;
+  };
+  if (tr.aborted) {
+    if (cancelled) return fail(Outcome::Kind::kFail, ErrorCode::kIo, "cancelled");
+    o.timeout = true;
+    return fail(Outcome::Kind::kRetry, ErrorCode::kIo, "timed out");
+  }
+  const bool transport_ok = tr.code == CURLE_OK || (tr.code == CURLE_WRITE_ERROR && a.complete);
+  const long st = tr.http_status;
+  if (transport_ok || (st >= 300 && tr.code != CURLE_OPERATION_TIMEDOUT)) {
+    const std::string s3code = S3ErrorCode(a.error_body);
+    const std::string status =
+        "HTTP " + std::to_string(st) + (s3code.empty() ? "" : " (" + s3code + ")");
+    if (st == 404) return fail(Outcome::Kind::kFail, ErrorCode::kNotFound, status, Hint404(t));
+    if (st == 401 || st == 403) {
+      return fail(Outcome::Kind::kFail, ErrorCode::kIo, status, Hint403(t, aws));
+    }
+    if (st == 416) {
+      return fail(Outcome::Kind::kFail, ErrorCode::kCorruptData,
+                  status + ": range starting at byte " + std::to_string(a.offset) +
+                      " is past the end of the object");
+    }
+    if (st == 408 || st == 429 || st >= 500) {
+      return fail(Outcome::Kind::kRetry, ErrorCode::kIo, status);
+    }
+    if (t.s3 && (st == 301 || st == 307 || s3code == "AuthorizationHeaderMalformed")) {
+      return fail(Outcome::Kind::kFail, ErrorCode::kIo, status,
+                  "bucket '" + t.bucket + "' is in another region than " +
+                      (aws != nullptr ? aws->region : std::string("?")) +
+                      ": set AWS_REGION to the bucket's region");
+    }
+    if (st < 200 || st >= 300) return fail(Outcome::Kind::kFail, ErrorCode::kIo, status);
+    if (a.mode == Attempt::Mode::kRange) {
+      const int64_t total = st == 206 ? a.content_range_total : -1;
+      if (a.got < a.want && total >= 0 && a.offset + a.want > static_cast<uint64_t>(total)) {
+        return fail(Outcome::Kind::kFail, ErrorCode::kCorruptData,
+                    "range [" + std::to_string(a.offset) + ", " +
+                        std::to_string(a.offset + a.want) + ") is past the end of the object (" +
+                        std::to_string(total) + " bytes)");
+      }
+      if (a.got < a.want) {
+        o.short_body = true;
+        return fail(Outcome::Kind::kRetry, ErrorCode::kCorruptData,
+                    status + ": short body, " + std::to_string(a.got) + " of " +
+                        std::to_string(a.want) + " bytes");
+      }
+    }
+    return o;
+  }
+  const std::string status_note =
+      st > 0 ? " (HTTP " + std::to_string(st) + ")" : std::string(" (no HTTP status)");
+  const std::string detail = a.curl_error[0] != '\0' ? a.curl_error : curl_easy_strerror(tr.code);
+  if (tr.code == CURLE_OPERATION_TIMEDOUT) o.timeout = true;
+  if (tr.code == CURLE_PARTIAL_FILE) o.short_body = true;
+  if (RetryableCurlCode(tr.code)) {
+    return fail(Outcome::Kind::kRetry, o.short_body ? ErrorCode::kCorruptData : ErrorCode::kIo,
+                detail + status_note);
+  }
+  return fail(Outcome::Kind::kFail, ErrorCode::kIo, detail + status_note);
+}
+
+}  // namespace sluice::runtime::remote

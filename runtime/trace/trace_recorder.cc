@@ -1,0 +1,225 @@
+// TraceRecorder: see trace_recorder.h for the contract. The file format is
+// Chrome's trace-event JSON ("JSON Object Format"): complete events (ph X),
+// counters (ph C), async begin/end (ph b/e) and thread-name metadata (ph M),
+// timestamps in microseconds from Start.
+#include "runtime/trace/trace_recorder.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <thread>
+
+namespace sluice::runtime {
+namespace {
+
+// JSON string body for `s` (quotes, backslashes, control bytes escaped; bytes
+// that are not UTF-8 pass through: names come from file systems).
+void AppendEscaped(std::string& out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else if (c >= 0x80) {
+      // Keep JSON valid for parsers that reject invalid UTF-8: escape as a
+      // Latin-1 code point (readable for ASCII-heavy names).
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+}
+
+}  // namespace
+
+TraceRecorder::TraceRecorder(int workers, std::function<std::string(uint64_t)> name_sample)
+    : name_sample_(std::move(name_sample)),
+      tracks_(static_cast<size_t>(kFirstWorkerTrack + workers)) {}
+
+TraceRecorder::~TraceRecorder() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+const char* TraceRecorder::ArgName(const char* span, int which) {
+  struct Names {
+    std::string_view span;
+    const char* a1;
+    const char* a2;
+  };
+  static constexpr Names kNames[] = {
+      {"sample", "batch", "slot"},    {"read", "attempt", "a2"},      {"decode", "attempt", "a2"},
+      {"kernel", "field", "a2"},      {"next", "batch", "a2"},        {"batch", "epoch", "batch"},
+      {"device copy", "batch", "a2"}, {"device sync", "batch", "a2"},
+  };
+  for (const Names& n : kNames) {
+    if (n.span == span) return which == 1 ? n.a1 : n.a2;
+  }
+  return which == 1 ? "a1" : "a2";
+}
+
+Status TraceRecorder::Start(const std::string& path, size_t max_events) {
+  if (file_ != nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a trace is already being written to `" + path_ + "`",
+                     "stop it (stop_trace / StopTrace) before starting another");
+  }
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    return MakeError(ErrorCode::kIo,
+                     "cannot open trace file `" + path + "`: " + std::strerror(errno));
+  }
+  if (max_events == 0) max_events = kDefaultMaxEvents;
+  if (max_events != capacity_) {
+    for (size_t i = 0; i < tracks_.size(); ++i) {
+      tracks_[i].capacity = i == kSchedulerTrack ? kSchedulerFactor * max_events : max_events;
+      tracks_[i].events = std::make_unique<Event[]>(tracks_[i].capacity);
+    }
+    capacity_ = max_events;
+  }
+  for (Track& t : tracks_) {
+    t.count.store(0, std::memory_order_relaxed);
+    t.dropped = 0;
+  }
+  file_ = f;
+  path_ = path;
+  start_ns_ = Ns(Clock::now());
+  on_.store(true, std::memory_order_seq_cst);
+  return Ok();
+}
+
+void TraceRecorder::Record(int track, const Event& e) {
+  Track& t = tracks_[static_cast<size_t>(track)];
+  // Dekker with Stop: announce the write, then re-check that recording is on.
+  t.writing.store(true, std::memory_order_seq_cst);
+  // A span that began before Start is left out (its parent may be missing);
+  // start_ns_ is ordered before this by the seq_cst load of on_.
+  if (on_.load(std::memory_order_seq_cst) && (e.kind != Kind::kSpan || e.ts_ns >= start_ns_)) {
+    const size_t n = t.count.load(std::memory_order_relaxed);
+    if (n < t.capacity) {
+      t.events[n] = e;
+      t.count.store(n + 1, std::memory_order_release);
+    } else {
+      ++t.dropped;
+    }
+  }
+  t.writing.store(false, std::memory_order_release);
+}
+
+Result<uint64_t> TraceRecorder::Stop() {
+  if (file_ == nullptr) {
+    return MakeError(ErrorCode::kInvalidArgument, "no trace is running",
+                     "start one with start_trace(path) / StartTrace(path)");
+  }
+  on_.store(false, std::memory_order_seq_cst);
+  for (Track& t : tracks_) {
+    while (t.writing.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  }
+  uint64_t dropped = 0;
+  Status written = Write(dropped);
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!written) return std::unexpected(written.error());
+  if (!closed) return MakeError(ErrorCode::kIo, "cannot write trace file `" + path_ + "`");
+  return dropped;
+}
+
+Status TraceRecorder::Write(uint64_t& dropped) {
+  const int pid = static_cast<int>(::getpid());
+  std::string out;
+  out.reserve(1 << 20);
+  out += "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\","
+                "\"args\":{\"name\":\"sluice loader\"}}",
+                pid);
+  out += buf;
+  for (size_t tr = 0; tr < tracks_.size(); ++tr) {
+    std::string name = tr == kConsumerTrack    ? "consumer (Next)"
+                       : tr == kSchedulerTrack ? "scheduler"
+                                               : "worker " + std::to_string(tr - kFirstWorkerTrack);
+    std::snprintf(buf, sizeof buf,
+                  ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%zu,\"name\":\"thread_name\","
+                  "\"args\":{\"name\":\"%s\"}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%zu,"
+                  "\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%zu}}",
+                  pid, tr, name.c_str(), pid, tr, tr);
+    out += buf;
+  }
+  std::string dropped_json;
+  for (size_t tr = 0; tr < tracks_.size(); ++tr) {
+    const Track& t = tracks_[tr];
+    const size_t n = t.count.load(std::memory_order_acquire);
+    dropped += t.dropped;
+    dropped_json += (tr == 0 ? "" : ",") + std::to_string(t.dropped);
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = t.events[i];
+      const double ts = static_cast<double>(e.ts_ns - start_ns_) * 1e-3;
+      out += ",\n{\"name\":\"";
+      AppendEscaped(out, e.name);
+      switch (e.kind) {
+        case Kind::kSpan:
+          std::snprintf(buf, sizeof buf,
+                        "\",\"cat\":\"loader\",\"ph\":\"X\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,"
+                        "\"dur\":%.3f,\"args\":{",
+                        pid, tr, ts, static_cast<double>(e.dur_ns) * 1e-3);
+          break;
+        case Kind::kCounter:
+          std::snprintf(
+              buf, sizeof buf,
+              "\",\"ph\":\"C\",\"pid\":%d,\"tid\":%zu,\"ts\":%.3f,\"args\":{\"value\":%lld}}", pid,
+              tr, ts, static_cast<long long>(e.a1));
+          out += buf;
+          continue;
+        case Kind::kAsyncBegin:
+        case Kind::kAsyncEnd:
+          std::snprintf(buf, sizeof buf,
+                        "\",\"cat\":\"batch\",\"ph\":\"%s\",\"id\":%llu,\"pid\":%d,\"tid\":%zu,"
+                        "\"ts\":%.3f,\"args\":{",
+                        e.kind == Kind::kAsyncBegin ? "b" : "e",
+                        static_cast<unsigned long long>(e.index), pid, tr, ts);
+          break;
+      }
+      out += buf;
+      bool comma = false;
+      if (e.kind == Kind::kSpan && e.index != kNoIndex) {
+        out += "\"index\":" + std::to_string(e.index) + ",\"path\":\"";
+        AppendEscaped(out, name_sample_(e.index));
+        out += "\"";
+        comma = true;
+      }
+      if (e.a1 >= 0) {
+        out += std::string(comma ? "," : "") + "\"" + ArgName(e.name, 1) +
+               "\":" + std::to_string(e.a1);
+        comma = true;
+      }
+      if (e.a2 >= 0) {
+        out += std::string(comma ? "," : "") + "\"" + ArgName(e.name, 2) +
+               "\":" + std::to_string(e.a2);
+      }
+      out += "}}";
+      if (out.size() > (1 << 20)) {
+        if (std::fwrite(out.data(), 1, out.size(), file_) != out.size()) break;
+        out.clear();
+      }
+    }
+  }
+  std::snprintf(buf, sizeof buf, "\n],\"otherData\":{\"max_events_per_track\":%zu,", capacity_);
+  out += buf;
+  out += "\"dropped_events_per_track\":[" + dropped_json +
+         "],\"dropped_events\":" + std::to_string(dropped) + "}}\n";
+  if (std::fwrite(out.data(), 1, out.size(), file_) != out.size() || std::ferror(file_)) {
+    return MakeError(ErrorCode::kIo,
+                     "cannot write trace file `" + path_ + "`: " + std::strerror(errno));
+  }
+  return Ok();
+}
+
+}  // namespace sluice::runtime
+static_assert(sizeof(sluice::runtime::TraceRecorder::Event) == 56, "docs say 56 bytes per event");

@@ -1,0 +1,607 @@
+// The HTTP(S)/S3 store against real servers on loopback, started from
+// tests/remote/fixtures/serve.py: Python's http.server with ranges, moto's S3
+// with IAM authentication on, and the fault-injecting proxy. ctest label
+// `remote`. A missing Python module (moto, boto3) skips, or fails under CI=true.
+#include "runtime/remote/http_store.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+namespace sluice::runtime::remote {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+bool InCi() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+// A fixture server: `python3 serve.py ARGS...`, its JSON line, killed (and its
+// stdin closed) on destruction; PR_SET_PDEATHSIG kills it with the test.
+class ServerProcess {
+ public:
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      close(stdin_fd_);
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Starts the server; false with *error on failure ("missing module ..."
+  // when a Python module is not installed).
+  bool Start(const std::vector<std::string>& args, std::string* error) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return Fail("pipe failed", error);
+    std::vector<std::string> argv = {
+        "/usr/bin/python3", std::string(SLUICE_SOURCE_DIR) + "/tests/remote/fixtures/serve.py"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[1]);
+      close(out[0]);
+      std::vector<char*> c;
+      for (auto& a : argv) c.push_back(a.data());
+      c.push_back(nullptr);
+      execv(c[0], c.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    stdin_fd_ = in[1];
+    std::string line;
+    char ch;
+    pollfd p{out[0], POLLIN, 0};
+    while (line.find('\n') == std::string::npos && poll(&p, 1, 60000) > 0 &&
+           read(out[0], &ch, 1) == 1) {
+      line += ch;
+    }
+    close(out[0]);
+    auto parsed = nlohmann::json::parse(line, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) {
+      return Fail("fixture printed no JSON line: '" + line + "'", error);
+    }
+    if (parsed.contains("error")) return Fail(parsed["error"].get<std::string>(), error);
+    info = parsed;
+    return true;
+  }
+
+  int port() const { return info["port"].get<int>(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+
+  nlohmann::json info;
+
+ private:
+  static bool Fail(const std::string& message, std::string* error) {
+    *error = message;
+    return false;
+  }
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+};
+
+#define START_SERVER(server, ...)                                                \
+  do {                                                                           \
+    std::string start_error_;                                                    \
+    if (!(server).Start({__VA_ARGS__}, &start_error_)) {                         \
+      if (!InCi() && start_error_.find("missing module") != std::string::npos) { \
+        GTEST_SKIP() << start_error_;                                            \
+      }                                                                          \
+      FAIL() << start_error_;                                                    \
+    }                                                                            \
+  } while (0)
+
+// Sets environment variables for one scope, restoring them after.
+class ScopedEnv {
+ public:
+  ~ScopedEnv() {
+    for (auto& [name, old] : saved_) {
+      if (old) {
+        setenv(name.c_str(), old->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+  void Set(const std::string& name, const char* value) {
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value) {
+      setenv(name.c_str(), value, 1);
+    } else {
+      unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+void WriteFile(const fs::path& path, const std::vector<uint8_t>& data) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+constexpr int kListed = 23;
+constexpr size_t kBlobSize = (3 << 20) + 12345;
+constexpr size_t kBigSize = (20 << 20) + 777;  // more than a stream's queue (8 MiB)
+
+class HttpStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new fs::path(fs::temp_directory_path() /
+                         ("sluice_http_store_test_" + std::to_string(getpid())));
+    fs::create_directories(*root_);
+    blob_ = new std::vector<uint8_t>(RandomBytes(kBlobSize, 7));
+    // HTTP serves root_; S3 gets root_/s3 (without the big file, to keep
+    // moto's uploads short).
+    for (const fs::path& dir : {*root_, *root_ / "s3"}) {
+      WriteFile(dir / "data" / "blob.bin", *blob_);
+      for (int i = 0; i < kListed; ++i) {
+        char name[32];
+        std::snprintf(name, sizeof(name), "k-%03d", i);
+        WriteFile(dir / "many" / name, RandomBytes(10 + i, i));
+      }
+    }
+    big_ = new std::vector<uint8_t>(RandomBytes(kBigSize, 8));
+    WriteFile(*root_ / "data" / "big.bin", *big_);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*root_);
+    delete root_;
+    delete blob_;
+    delete big_;
+  }
+
+  // The suite's servers, started on first use.
+  ServerProcess& Http() {
+    if (!http_) {
+      http_ = std::make_unique<ServerProcess>();
+      std::string error;
+      if (!http_->Start({"http", "--root", root_->string()}, &error)) {
+        http_.reset();
+        ADD_FAILURE() << error;
+      }
+    }
+    return *http_;
+  }
+
+  static RemoteOptions Fast() {
+    RemoteOptions o;
+    o.deadline_s = 20;
+    o.connect_timeout_s = 5;
+    o.backoff_initial_s = 0.005;
+    o.backoff_max_s = 0.05;
+    o.max_retries = 8;
+    o.hedge_delay_s = 0;
+    return o;
+  }
+
+  static std::shared_ptr<ObjectStore> Open(const std::string& url, const RemoteOptions& o,
+                                           HttpStoreTuning tuning = {}) {
+    auto store = OpenHttpStore(url, o, tuning);
+    EXPECT_TRUE(store) << store.error().ToString();
+    return store ? *store : nullptr;
+  }
+
+  // Reads a few ranges and the whole object through `store`; all must match.
+  static void ExpectSameBytes(ObjectStore& store, const std::string& url) {
+    const std::vector<uint8_t>& blob = *blob_;
+    auto info = store.Stat(url);
+    ASSERT_TRUE(info) << info.error().ToString();
+    EXPECT_EQ(info->size, blob.size());
+    const std::pair<uint64_t, uint64_t> ranges[] = {
+        {0, 1}, {1, 100}, {4096, 65536}, {blob.size() - 10, 10}, {123457, 1 << 20}};
+    for (auto [offset, length] : ranges) {
+      std::vector<uint8_t> got(length);
+      auto st = store.ReadRange(url, offset, length, got.data());
+      ASSERT_TRUE(st) << st.error().ToString();
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), blob.begin() + offset))
+          << "range " << offset << "+" << length;
+    }
+    std::vector<uint8_t> streamed;
+    auto st = store.Stream(url, [&](const uint8_t* p, size_t n) {
+      streamed.insert(streamed.end(), p, p + n);
+      return Ok();
+    });
+    ASSERT_TRUE(st) << st.error().ToString();
+    EXPECT_TRUE(streamed == blob) << "streamed " << streamed.size() << " bytes";
+  }
+
+  // An S3 store for the moto server at `endpoint`, with these credentials.
+  std::shared_ptr<ObjectStore> OpenS3(ScopedEnv& env, const std::string& endpoint,
+                                      const std::string& key, const std::string& secret,
+                                      RemoteOptions o = Fast(), HttpStoreTuning tuning = {}) {
+    env.Set("AWS_PROFILE", nullptr);
+    env.Set("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent");
+    env.Set("AWS_CONFIG_FILE", "/nonexistent");
+    env.Set("AWS_ACCESS_KEY_ID", key.c_str());
+    env.Set("AWS_SECRET_ACCESS_KEY", secret.c_str());
+    env.Set("AWS_SESSION_TOKEN", nullptr);
+    env.Set("AWS_REGION", "us-east-1");
+    env.Set("AWS_ENDPOINT_URL", nullptr);
+    env.Set("AWS_ENDPOINT_URL_S3", endpoint.c_str());
+    return Open("s3://sluice-test/", o, tuning);
+  }
+
+  static fs::path* root_;
+  static std::vector<uint8_t>* blob_;
+  static std::vector<uint8_t>* big_;
+  std::unique_ptr<ServerProcess> http_;
+};
+
+fs::path* HttpStoreTest::root_ = nullptr;
+std::vector<uint8_t>* HttpStoreTest::blob_ = nullptr;
+std::vector<uint8_t>* HttpStoreTest::big_ = nullptr;
+
+TEST_F(HttpStoreTest, HttpRangeReadsAndStreamMatchTheFile) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  auto store = Open(http.url(), Fast());
+  ExpectSameBytes(*store, http.url() + "/data/blob.bin");
+  // Many threads at once over the shared connection pool.
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const uint64_t offset = static_cast<uint64_t>(t * 100003 + i * 7919) % (kBlobSize - 5000);
+        std::vector<uint8_t> got(5000);
+        auto st = store->ReadRange(http.url() + "/data/blob.bin", offset, 5000, got.data());
+        if (!st || !std::equal(got.begin(), got.end(), blob_->begin() + offset)) ++bad;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  const RequestStats s = store->stats();
+  EXPECT_EQ(s.retries, 0u);
+  EXPECT_EQ(s.failures, 0u);
+  EXPECT_GE(s.requests, 160u + 7u);
+  EXPECT_GT(s.latency_p50_s, 0);
+  EXPECT_GE(s.latency_p99_s, s.latency_p50_s);
+}
+
+TEST_F(HttpStoreTest, HttpHasNoListingAndRangesPastTheEndAreCorrupt) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  auto store = Open(http.url(), Fast());
+  auto list = store->List(http.url() + "/many/");
+  ASSERT_FALSE(list);
+  EXPECT_EQ(list.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(list.error().hint.find("brace pattern"), std::string::npos);
+  const std::string url = http.url() + "/data/blob.bin";
+  std::vector<uint8_t> buf(100);
+  auto st = store->ReadRange(url, kBlobSize - 10, 20, buf.data());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kCorruptData) << st.error().ToString();
+  st = store->ReadRange(url, kBlobSize + 5, 20, buf.data());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kCorruptData) << st.error().ToString();
+  EXPECT_EQ(store->stats().retries, 0u);
+}
+
+TEST_F(HttpStoreTest, HttpNotFoundFailsFastWithAHint) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  auto store = Open(http.url(), Fast());
+  const std::string url = http.url() + "/data/missing.bin";
+  auto info = store->Stat(url);
+  ASSERT_FALSE(info);
+  EXPECT_EQ(info.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(info.error().message.find(url), std::string::npos) << info.error().message;
+  EXPECT_NE(info.error().message.find("404"), std::string::npos) << info.error().message;
+  EXPECT_FALSE(info.error().hint.empty());
+  std::vector<uint8_t> buf(10);
+  EXPECT_EQ(store->ReadRange(url, 0, 10, buf.data()).error().code, ErrorCode::kNotFound);
+  const RequestStats s = store->stats();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.retries, 0u);
+  EXPECT_EQ(s.failures, 2u);
+}
+
+TEST_F(HttpStoreTest, FlakyProxyGivesTheSameBytesWithRetriesCounted) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "503:3:0",
+               "--fault", "reset:5:1", "--fault", "truncate:7:2", "--fault", "429:11:4");
+  auto store = Open(proxy.url(), Fast());
+  ExpectSameBytes(*store, proxy.url() + "/data/blob.bin");
+  const RequestStats s = store->stats();
+  EXPECT_GT(s.retries, 0u);
+  EXPECT_EQ(s.failures, 0u);
+  EXPECT_EQ(s.requests, 7u + s.retries);  // Stat, 5 ranges, 1 stream, plus one per retry
+}
+
+TEST_F(HttpStoreTest, SlowSinkPausesTheStreamWithoutLosingBytes) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  auto store = Open(http.url(), Fast());
+  std::vector<uint8_t> streamed;
+  auto st = store->Stream(http.url() + "/data/big.bin", [&](const uint8_t* p, size_t n) {
+    // Stall on the first chunk: the transfer fills its queue and pauses.
+    if (streamed.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    streamed.insert(streamed.end(), p, p + n);
+    return Ok();
+  });
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(streamed == *big_) << streamed.size();
+  EXPECT_EQ(store->stats().requests, 1u);
+  // A sink error stops the stream and is returned as it is.
+  size_t seen = 0;
+  st = store->Stream(http.url() + "/data/big.bin", [&](const uint8_t*, size_t n) {
+    seen += n;
+    return seen > 1000000 ? Status(MakeError(ErrorCode::kInvalidArgument, "enough")) : Ok();
+  });
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message, "enough");
+}
+
+TEST_F(HttpStoreTest, BrokenStreamResumesFromTheFirstUndeliveredByte) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Every even request is cut off half-way.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault",
+               "truncate:2:0");
+  auto store = Open(proxy.url(), Fast());
+  std::vector<uint8_t> streamed;
+  auto st = store->Stream(proxy.url() + "/data/blob.bin", [&](const uint8_t* p, size_t n) {
+    streamed.insert(streamed.end(), p, p + n);
+    return Ok();
+  });
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(streamed == *blob_) << streamed.size();
+  const RequestStats s = store->stats();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.retries, 1u);
+  // Resumed, not restarted: about one object's bytes in all.
+  EXPECT_LT(s.bytes_fetched, kBlobSize + kBlobSize / 4);
+}
+
+TEST_F(HttpStoreTest, StalledRequestIsHedged) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Request 0 (the first attempt) stalls for 30 s; request 1 (the hedge) does not.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "delay:2:0",
+               "--delay-s", "30");
+  RemoteOptions o = Fast();
+  o.hedge_delay_s = 0.05;
+  auto store = Open(proxy.url(), o);
+  std::vector<uint8_t> got(65536);
+  auto st = store->ReadRange(proxy.url() + "/data/blob.bin", 1000, got.size(), got.data());
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + 1000));
+  const RequestStats s = store->stats();
+  EXPECT_EQ(s.hedges, 1u);
+  EXPECT_EQ(s.hedge_wins, 1u);
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.retries, 0u);
+}
+
+TEST_F(HttpStoreTest, AutoHedgeDelayFollowsObservedLatency) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Request 25 stalls for 60 s, beyond the 10 s deadline: the read that meets
+  // it succeeds only if a hedge answers for it.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault",
+               "delay:1000:25", "--delay-s", "60");
+  RemoteOptions o = Fast();
+  o.hedge_delay_s = -1;  // auto: the p95 of the reads so far
+  o.deadline_s = 10;
+  o.max_retries = 0;
+  auto store = Open(proxy.url(), o);
+  std::vector<uint8_t> got(4096);
+  for (int i = 0; i < 30; ++i) {
+    auto st = store->ReadRange(proxy.url() + "/data/blob.bin", i * 4096, got.size(), got.data());
+    ASSERT_TRUE(st) << "read " << i << ": " << st.error().ToString();
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + i * 4096));
+  }
+  EXPECT_GE(store->stats().hedges, 1u);
+}
+
+// A listening socket that never accepts: connects succeed, nothing answers.
+class BlackHole {
+ public:
+  BlackHole() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(fd_, 64);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~BlackHole() { close(fd_); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/x.bin"; }
+
+ private:
+  int fd_;
+  int port_;
+};
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+TEST_F(HttpStoreTest, BlackHoleServerHitsTheDeadline) {
+  BlackHole hole;
+  RemoteOptions o = Fast();
+  o.deadline_s = 1.0;
+  auto store = Open(hole.url(), o);
+  std::vector<uint8_t> buf(100);
+  const auto start = Clock::now();
+  auto st = store->ReadRange(hole.url(), 0, 100, buf.data());
+  const double elapsed = SecondsSince(start);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kIo);
+  EXPECT_NE(st.error().message.find(hole.url()), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("deadline"), std::string::npos) << st.error().message;
+  EXPECT_GE(elapsed, 0.9);
+  EXPECT_LT(elapsed, 1.0 + 3.0);  // the deadline, plus generous scheduling slack
+  EXPECT_GE(store->stats().timeouts, 1u);
+  EXPECT_EQ(store->stats().failures, 1u);
+}
+
+TEST_F(HttpStoreTest, DeadServerIsRetriedUntilTheDeadline) {
+  int port;
+  {
+    BlackHole closed;  // a port that was just free: connections are refused
+    port = std::stoi(closed.url().substr(17, 5));
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/x.bin";
+  RemoteOptions o = Fast();
+  o.deadline_s = 1.0;
+  o.max_retries = 1000;
+  o.backoff_max_s = 0.1;
+  auto store = Open(url, o);
+  const auto start = Clock::now();
+  auto info = store->Stat(url);
+  const double elapsed = SecondsSince(start);
+  ASSERT_FALSE(info);
+  EXPECT_EQ(info.error().code, ErrorCode::kIo);
+  EXPECT_NE(info.error().message.find("deadline"), std::string::npos) << info.error().message;
+  EXPECT_LT(elapsed, 1.0 + 3.0);
+  EXPECT_GT(store->stats().retries, 0u);
+}
+
+TEST_F(HttpStoreTest, CancelReturnsPromptlyWithRequestsInFlight) {
+  BlackHole hole;
+  RemoteOptions o = Fast();
+  o.deadline_s = 60;
+  auto store = Open(hole.url(), o);
+  std::vector<std::thread> threads;
+  std::atomic<int> cancelled{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      std::vector<uint8_t> buf(10);
+      Status st = i % 2 == 0
+                      ? store->ReadRange(hole.url(), 0, 10, buf.data())
+                      : store->Stream(hole.url(), [](const uint8_t*, size_t) { return Ok(); });
+      if (!st && st.error().message.find("cancelled") != std::string::npos) ++cancelled;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = Clock::now();
+  store->Cancel();
+  for (auto& t : threads) t.join();
+  EXPECT_LT(SecondsSince(start), 10.0);  // far below the 60 s deadline
+  EXPECT_EQ(cancelled.load(), 4);
+  auto later = store->Stat(hole.url());
+  ASSERT_FALSE(later);
+  EXPECT_NE(later.error().message.find("cancelled"), std::string::npos);
+}
+
+TEST_F(HttpStoreTest, S3WithIamAuthentication) {
+  ServerProcess s3;
+  START_SERVER(s3, "s3", "--root", (*root_ / "s3").string(), "--bucket", "sluice-test");
+  const std::string key = s3.info["access_key"], secret = s3.info["secret_key"];
+  {
+    ScopedEnv env;
+    auto store = OpenS3(env, s3.url(), key, secret);
+    ExpectSameBytes(*store, "s3://sluice-test/data/blob.bin");
+    EXPECT_EQ(store->stats().failures, 0u);
+    // Missing key: 404, at once, naming the key.
+    auto info = store->Stat("s3://sluice-test/data/nope.bin");
+    ASSERT_FALSE(info);
+    EXPECT_EQ(info.error().code, ErrorCode::kNotFound);
+    EXPECT_NE(info.error().hint.find("data/nope.bin"), std::string::npos) << info.error().hint;
+  }
+  {  // A wrong secret is rejected (403), at once, and no secret is named.
+    ScopedEnv env;
+    const std::string wrong = "wRoNgSeCrEt0123456789wRoNgSeCrEt01234567";
+    auto store = OpenS3(env, s3.url(), key, wrong);
+    std::vector<uint8_t> buf(10);
+    auto st = store->ReadRange("s3://sluice-test/data/blob.bin", 0, 10, buf.data());
+    ASSERT_FALSE(st);
+    const std::string text = st.error().ToString();
+    EXPECT_EQ(st.error().code, ErrorCode::kIo);
+    EXPECT_NE(text.find("403"), std::string::npos) << text;
+    EXPECT_NE(text.find("SignatureDoesNotMatch"), std::string::npos) << text;
+    EXPECT_NE(text.find("credentials"), std::string::npos) << text;
+    EXPECT_EQ(text.find(wrong), std::string::npos) << text;
+    EXPECT_EQ(text.find(secret), std::string::npos) << text;
+    EXPECT_EQ(store->stats().requests, 1u);
+  }
+  {  // Credentials from a profile in the shared credentials file.
+    ScopedEnv env;
+    const fs::path creds = *root_ / "credentials";
+    std::ofstream(creds) << "[default]\naws_access_key_id = nobody\naws_secret_access_key = x\n"
+                         << "[loader]\naws_access_key_id = " << key
+                         << "\naws_secret_access_key = " << secret << "\n";
+    env.Set("AWS_ACCESS_KEY_ID", nullptr);
+    env.Set("AWS_SECRET_ACCESS_KEY", nullptr);
+    env.Set("AWS_SESSION_TOKEN", nullptr);
+    env.Set("AWS_CONFIG_FILE", "/nonexistent");
+    env.Set("AWS_SHARED_CREDENTIALS_FILE", creds.c_str());
+    env.Set("AWS_PROFILE", "loader");
+    env.Set("AWS_REGION", nullptr);
+    env.Set("AWS_DEFAULT_REGION", "us-east-1");
+    env.Set("AWS_ENDPOINT_URL_S3", nullptr);
+    env.Set("AWS_ENDPOINT_URL", s3.url().c_str());
+    auto store = Open("s3://sluice-test/", Fast());
+    auto info = store->Stat("s3://sluice-test/data/blob.bin");
+    ASSERT_TRUE(info) << info.error().ToString();
+    EXPECT_EQ(info->size, kBlobSize);
+  }
+  {  // Listing, paginated (7 keys a page), sorted, with sizes.
+    ScopedEnv env;
+    HttpStoreTuning tuning;
+    tuning.list_page_size = 7;
+    auto store = OpenS3(env, s3.url(), key, secret, Fast(), tuning);
+    auto list = store->List("s3://sluice-test/many/k-");
+    ASSERT_TRUE(list) << list.error().ToString();
+    ASSERT_EQ(list->size(), static_cast<size_t>(kListed));
+    for (int i = 0; i < kListed; ++i) {
+      char name[64];
+      std::snprintf(name, sizeof(name), "s3://sluice-test/many/k-%03d", i);
+      EXPECT_EQ((*list)[i].url, name);
+      EXPECT_EQ((*list)[i].size, static_cast<uint64_t>(10 + i));
+    }
+    EXPECT_EQ(store->stats().requests, 4u);  // ceil(23 / 7) pages
+  }
+  {  // Through the flaky proxy: the signature survives, retries are counted.
+    ServerProcess proxy;
+    START_SERVER(proxy, "proxy", "--upstream", std::to_string(s3.port()), "--fault", "503:4:1",
+                 "--fault", "truncate:5:3", "--fault", "reset:9:0");
+    ScopedEnv env;
+    auto store = OpenS3(env, proxy.url(), key, secret);
+    ExpectSameBytes(*store, "s3://sluice-test/data/blob.bin");
+    EXPECT_GT(store->stats().retries, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::runtime::remote

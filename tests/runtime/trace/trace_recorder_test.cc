@@ -1,0 +1,176 @@
+// TraceRecorder on its own: the file is Chrome trace-event JSON with named
+// tracks, spans carry their arguments (index, path, named a1/a2), counters and
+// async pairs are written, a full track drops and counts its later events,
+// Start/Stop misuse and unwritable paths are errors, and a trace can be
+// restarted.
+#include "runtime/trace/trace_recorder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace sluice::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = TraceRecorder::Clock;
+
+nlohmann::json ReadJson(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return nlohmann::json::parse(text.str());
+}
+
+std::string Name(uint64_t index) { return "dir/\"q\"\\x" + std::to_string(index) + ".jpg"; }
+
+fs::path TempFile(const std::string& name) {
+  return fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".json");
+}
+
+TEST(TraceRecorderTest, WritesSpansCountersAsyncAndThreadNames) {
+  TraceRecorder trace(2, Name);
+  const fs::path path = TempFile("trace_basic");
+  ASSERT_TRUE(trace.Start(path.string()));
+  EXPECT_TRUE(trace.on());
+  const Clock::time_point t0 = Clock::now();
+  trace.Span(TraceRecorder::kFirstWorkerTrack + 1, "sample", t0, t0 + std::chrono::microseconds(9),
+             7, 3, 2);
+  trace.Span(TraceRecorder::kFirstWorkerTrack + 1, "read", t0, t0 + std::chrono::microseconds(2),
+             7);
+  trace.Counter("in-flight samples", t0, 5);
+  trace.Async(true, "batch", t0, 11, 0, 3);
+  trace.Async(false, "batch", t0 + std::chrono::microseconds(20), 11, 0, 3);
+  auto dropped = trace.Stop();
+  ASSERT_TRUE(dropped) << dropped.error().ToString();
+  EXPECT_EQ(*dropped, 0u);
+  EXPECT_FALSE(trace.on());
+  // Off: recording calls are ignored.
+  trace.Span(TraceRecorder::kConsumerTrack, "next", t0, t0);
+
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  std::map<int, std::string> threads;
+  int spans = 0, counters = 0, begins = 0, ends = 0;
+  for (const auto& e : j["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "thread_name") threads[e["tid"]] = e["args"]["name"];
+    if (ph == "X") {
+      ++spans;
+      EXPECT_EQ(e["tid"], 3);
+      EXPECT_EQ(e["args"]["index"], 7);
+      EXPECT_EQ(e["args"]["path"], Name(7));  // escaped and parsed back
+      if (e["name"] == "sample") {
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 9.0);
+        EXPECT_EQ(e["args"]["batch"], 3);
+        EXPECT_EQ(e["args"]["slot"], 2);
+      }
+    }
+    if (ph == "C") {
+      ++counters;
+      EXPECT_EQ(e["name"], "in-flight samples");
+      EXPECT_EQ(e["args"]["value"], 5);
+    }
+    if (ph == "b" || ph == "e") {
+      (ph == "b" ? begins : ends)++;
+      EXPECT_EQ(e["id"], 11);
+      EXPECT_EQ(e["args"]["batch"], 3);
+    }
+  }
+  EXPECT_EQ(spans, 2);
+  EXPECT_EQ(counters, 1);
+  EXPECT_EQ(begins, 1);
+  EXPECT_EQ(ends, 1);
+  ASSERT_EQ(threads.size(), 4u);
+  EXPECT_EQ(threads[0], "consumer (Next)");
+  EXPECT_EQ(threads[1], "scheduler");
+  EXPECT_EQ(threads[2], "worker 0");
+  EXPECT_EQ(threads[3], "worker 1");
+  EXPECT_EQ(j["otherData"]["dropped_events"], 0);
+}
+
+TEST(TraceRecorderTest, FullTrackKeepsItsFirstEventsAndCountsTheRest) {
+  TraceRecorder trace(1, Name);
+  const fs::path path = TempFile("trace_full");
+  ASSERT_TRUE(trace.Start(path.string(), 4));
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 10; ++i) {
+    trace.Span(TraceRecorder::kFirstWorkerTrack, "read", t0 + std::chrono::microseconds(i),
+               t0 + std::chrono::microseconds(i + 1), static_cast<uint64_t>(i));
+  }
+  trace.Span(TraceRecorder::kConsumerTrack, "next", t0, t0);
+  auto dropped = trace.Stop();
+  ASSERT_TRUE(dropped);
+  EXPECT_EQ(*dropped, 6u);
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  std::vector<int> kept;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "read") kept.push_back(e["args"]["index"]);
+  }
+  EXPECT_EQ(kept, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(j["otherData"]["dropped_events"], 6);
+  EXPECT_EQ(j["otherData"]["dropped_events_per_track"], (std::vector<int>{0, 0, 6}));
+}
+
+TEST(TraceRecorderTest, MisuseAndUnwritablePathsAreErrors) {
+  TraceRecorder trace(1, Name);
+  auto stop = trace.Stop();
+  ASSERT_FALSE(stop);
+  EXPECT_EQ(stop.error().code, ErrorCode::kInvalidArgument);
+  Status bad = trace.Start("/nonexistent_dir_for_sluice/trace.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kIo);
+  EXPECT_FALSE(trace.on());
+  const fs::path path = TempFile("trace_twice");
+  ASSERT_TRUE(trace.Start(path.string()));
+  Status twice = trace.Start(path.string());
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(trace.Stop());
+  // A second trace starts empty.
+  ASSERT_TRUE(trace.Start(path.string()));
+  const Clock::time_point t0 = Clock::now();
+  trace.Span(TraceRecorder::kConsumerTrack, "next", t0, t0);
+  ASSERT_TRUE(trace.Stop());
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  int spans = 0;
+  for (const auto& e : j["traceEvents"]) spans += e["ph"] == "X";
+  EXPECT_EQ(spans, 1);
+}
+
+TEST(TraceRecorderTest, StopWhileWritersRunKeepsTheFileValid) {
+  TraceRecorder trace(4, Name);
+  const fs::path path = TempFile("trace_race");
+  ASSERT_TRUE(trace.Start(path.string(), 1 << 12));
+  std::atomic<bool> go{true};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      while (go.load()) {
+        const Clock::time_point t = Clock::now();
+        trace.Span(TraceRecorder::kFirstWorkerTrack + w, "decode", t, t, 1);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto dropped = trace.Stop();
+  go.store(false);
+  for (std::thread& t : writers) t.join();
+  ASSERT_TRUE(dropped);
+  nlohmann::json j = ReadJson(path);  // throws (test fails) on a torn file
+  fs::remove(path);
+  EXPECT_TRUE(j["traceEvents"].is_array());
+}
+
+}  // namespace
+}  // namespace sluice::runtime
