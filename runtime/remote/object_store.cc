@@ -43,6 +43,37 @@ std::string RedactUrl(std::string_view url) {
   return out;
 }
 
+std::vector<std::string> UrlSecrets(std::string_view url) {
+  std::vector<std::string> out;
+  const size_t scheme_end = url.find("://");
+  if (scheme_end != std::string_view::npos) {
+    const size_t host_start = scheme_end + 3;
+    const size_t path_start = url.find('/', host_start);
+    const size_t at =
+        url.rfind('@', path_start == std::string_view::npos ? url.size() : path_start);
+    if (at != std::string_view::npos && at > host_start) {
+      out.emplace_back(url.substr(host_start, at - host_start));
+    }
+  }
+  const size_t query = url.find('?');
+  if (query != std::string_view::npos && query + 1 < url.size()) {
+    out.emplace_back(url.substr(query + 1));
+  }
+  return out;
+}
+
+Error ScrubSecrets(Error e, const std::vector<std::string>& secrets) {
+  for (const std::string& secret : secrets) {
+    for (std::string* text : {&e.message, &e.hint}) {
+      for (size_t at = text->find(secret); at != std::string::npos;
+           at = text->find(secret, at + 3)) {
+        text->replace(at, secret.size(), "***");
+      }
+    }
+  }
+  return e;
+}
+
 Result<std::shared_ptr<ObjectStore>> OpenObjectStore(std::string_view url,
                                                      const RemoteOptions& options) {
   const std::string scheme = SchemeOf(url);

@@ -273,6 +273,16 @@ Result<size_t> TarShardSource::Read(size_t i, std::vector<uint8_t>& buffer) cons
 }
 
 Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemote(const TarShardOptions& options) {
+  // Transport messages may quote URLs as is: hide the path's secrets in them.
+  const std::vector<std::string> secrets = remote::UrlSecrets(options.path);
+  auto opened = OpenRemoteUnscrubbed(options);
+  if (!opened) return std::unexpected(remote::ScrubSecrets(opened.error(), secrets));
+  (*opened)->secrets_ = secrets;
+  return opened;
+}
+
+Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
+    const TarShardOptions& options) {
   std::shared_ptr<remote::ObjectStore> store = options.store;
   if (store == nullptr) {
     auto opened = remote::OpenObjectStore(options.path, options.remote);
@@ -320,7 +330,7 @@ Result<size_t> TarShardSource::ReadRemote(size_t i, std::vector<uint8_t>& buffer
   if (buffer.size() < total) buffer.resize(total);
   const tar::RemoteShardReader::Range range{i, k, r.offset - tar::kBlockSize, total};
   if (Status st = reader_->Read(range, buffer.data()); !st) {
-    Error e = st.error();
+    Error e = remote::ScrubSecrets(st.error(), secrets_);
     e.message = SampleName(i) + ": " + e.message;
     return std::unexpected(std::move(e));
   }

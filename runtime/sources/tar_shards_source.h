@@ -98,6 +98,8 @@ class TarShardSource final : public Source {
   };
   TarShardSource() = default;
   static Result<std::unique_ptr<TarShardSource>> OpenRemote(const TarShardOptions& options);
+  static Result<std::unique_ptr<TarShardSource>> OpenRemoteUnscrubbed(
+      const TarShardOptions& options);
   // Fills shards_ from the chosen index (shards_[i] exists for each file).
   Status UseIndex(tar::ChosenIndex chosen, const std::string& path);
   // The shard holding sample i (i < size()).
@@ -115,6 +117,7 @@ class TarShardSource final : public Source {
   std::string index_path_;
   bool index_built_ = false;
   std::unique_ptr<tar::RemoteShardReader> reader_;  // URL paths
+  std::vector<std::string> secrets_;                // remote::UrlSecrets(path)
 };
 
 // The registry's open function: params path, image ("jpg;jpeg;png": ';' or

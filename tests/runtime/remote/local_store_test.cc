@@ -24,6 +24,12 @@ TEST(ObjectStoreUrls, IsUrlAndRedaction) {
   EXPECT_EQ(RedactUrl("https://user:secret@host/a.tar"), "https://***@host/a.tar");
   EXPECT_EQ(RedactUrl("https://host/a.tar?X-Amz-Signature=abc"), "https://host/a.tar?***");
   EXPECT_EQ(RedactUrl("s3://bucket/key.tar"), "s3://bucket/key.tar");
+  const std::vector<std::string> secrets = UrlSecrets("https://u:pw@host/a.tar?sig=xyz");
+  EXPECT_EQ(secrets, (std::vector<std::string>{"u:pw", "sig=xyz"}));
+  Error e{ErrorCode::kIo, "GET https://u:pw@host/a.tar?sig=xyz: HTTP 403", "check u:pw", {}};
+  e = ScrubSecrets(e, secrets);
+  EXPECT_EQ(e.message, "GET https://***@host/a.tar?***: HTTP 403");
+  EXPECT_EQ(e.hint, "check ***");
 }
 
 TEST(ObjectStoreUrls, OpenPicksTheLocalStoreOrSaysWhy) {
