@@ -308,6 +308,22 @@ int Run(const Args& args) {
   std::printf("stage time:      read %.2f s  decode %.2f s  kernel %.2f s (summed over workers)\n",
               s.read_seconds, s.decode_seconds, s.kernel_seconds);
   std::printf("peak RSS:        %.1f MB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+  if (s.remote) {
+    using ull = unsigned long long;
+    std::printf("remote:          %llu requests, %.1f MB fetched, latency p50 %s p99 %s; "
+                "retries %llu, hedges %llu (%llu won), timeouts %llu, failed %llu\n",
+                static_cast<ull>(s.remote_requests),
+                static_cast<double>(s.remote_bytes_fetched) / 1e6,
+                Ms(s.remote_latency_p50).c_str(), Ms(s.remote_latency_p99).c_str(),
+                static_cast<ull>(s.remote_retries), static_cast<ull>(s.remote_hedges),
+                static_cast<ull>(s.remote_hedge_wins), static_cast<ull>(s.remote_timeouts),
+                static_cast<ull>(s.remote_failures));
+    std::printf("remote reads:    cache hits %llu, misses %llu; coalesced %llu requests "
+                "(%llu samples); shards streamed %llu\n",
+                static_cast<ull>(s.cache_hits), static_cast<ull>(s.cache_misses),
+                static_cast<ull>(s.coalesced_requests), static_cast<ull>(s.coalesced_samples),
+                static_cast<ull>(s.shards_streamed));
+  }
   std::printf("bad samples:     %llu distinct (%llu bad reads: skipped %llu, replaced %llu)\n",
               static_cast<unsigned long long>(s.bad_samples),
               static_cast<unsigned long long>(s.bad_reads),

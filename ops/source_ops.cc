@@ -17,6 +17,68 @@ Result<std::vector<TensorType>> InferSource(std::string_view op,
   return std::vector<TensorType>{EncodedBytes(), Scalar(DType::kInt64)};
 }
 
+// tar_shards' `remote` section: runtime/remote/object_store.h RemoteOptions.
+std::vector<ParamDef> RemoteFields() {
+  auto seconds = [](std::string name, std::string doc, double value) {
+    return ParamDef{.name = std::move(name),
+                    .type = ParamType::kFloat,
+                    .doc = std::move(doc),
+                    .default_value = VFloat(value),
+                    .min = 0.0};
+  };
+  return {
+      seconds("connect_timeout_s", "Seconds for a TCP + TLS connect, per attempt.", 10.0),
+      seconds("deadline_s",
+              "Seconds one call may take (a whole-shard stream included), retries, backoff and "
+              "hedges together.",
+              60.0),
+      ParamDef{.name = "max_retries",
+               .type = ParamType::kInt,
+               .doc = "Attempts after the first for 5xx, 429, resets, timeouts, short bodies.",
+               .default_value = VInt(5),
+               .min = 0.0},
+      seconds("backoff_initial_s", "First backoff cap, doubled per retry (full jitter).", 0.05),
+      seconds("backoff_max_s", "Backoff cap.", 2.0),
+      ParamDef{.name = "hedge_delay_s",
+               .type = ParamType::kFloat,
+               .doc = "Seconds before a hedged second range request; 0 = off, < 0 = auto "
+                      "(the observed p95).",
+               .default_value = VFloat(-1.0)},
+      ParamDef{.name = "max_connections",
+               .type = ParamType::kInt,
+               .doc = "Keep-alive connections kept in the pool.",
+               .default_value = VInt(16),
+               .min = 1.0},
+  };
+}
+
+ParamList RemoteDefaults() {
+  ParamList out;
+  for (const ParamDef& f : RemoteFields()) out[f.name] = *f.default_value;
+  return out;
+}
+
+// tar_shards' `cache` section: runtime/remote/shard_cache.h.
+std::vector<ParamDef> CacheFields() {
+  return {
+      ParamDef{.name = "dir",
+               .type = ParamType::kString,
+               .doc = "The cache directory (created when missing); \"\" = no cache.",
+               .default_value = VStr("")},
+      ParamDef{.name = "max_bytes",
+               .type = ParamType::kInt,
+               .doc = "Bytes the directory may hold (required with dir).",
+               .default_value = VInt(0),
+               .min = 0.0},
+  };
+}
+
+ParamList CacheDefaults() {
+  ParamList out;
+  for (const ParamDef& f : CacheFields()) out[f.name] = *f.default_value;
+  return out;
+}
+
 }  // namespace
 
 void RegisterSourceOps(std::vector<OpDef>& ops) {
@@ -120,6 +182,33 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                               "writable; \"\" = $SLUICE_CACHE_DIR, else "
                               "$XDG_CACHE_HOME/sluice, else ~/.cache/sluice.",
                        .default_value = VStr("")},
+              ParamDef{.name = "read_ahead",
+                       .type = ParamType::kInt,
+                       .doc = "URL paths, order shard_shuffle or sequential: whole shards "
+                              "streamed ahead of the one being read (docs/remote.md).",
+                       .default_value = VInt(2),
+                       .min = 0.0,
+                       .max = 64.0},
+              ParamDef{.name = "read_ahead_bytes",
+                       .type = ParamType::kInt,
+                       .doc = "URL paths: bytes of whole shards held in memory at once by the "
+                              "read-ahead (a larger shard is read sample by sample).",
+                       .default_value = VInt(int64_t{1} << 30),
+                       .min = 0.0},
+              ParamDef{.name = "cache",
+                       .type = ParamType::kSection,
+                       .doc = "URL paths: a local cache of whole shards shared by the "
+                              "machine's loaders {dir, max_bytes}; dir \"\" = none "
+                              "(docs/remote.md).",
+                       .default_value = ParamValue{CacheDefaults()},
+                       .fields = CacheFields()},
+              ParamDef{.name = "remote",
+                       .type = ParamType::kSection,
+                       .doc = "URL paths: request knobs {connect_timeout_s, deadline_s, "
+                              "max_retries, backoff_initial_s, backoff_max_s, hedge_delay_s, "
+                              "max_connections} (docs/remote.md).",
+                       .default_value = ParamValue{RemoteDefaults()},
+                       .fields = RemoteFields()},
           },
       .output_names = {"jpg", "cls"},
       .num_inputs = 0,

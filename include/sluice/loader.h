@@ -258,6 +258,18 @@ struct LoaderStats {
   // machine without a CUDA device: the CPU path is used). Also printed once
   // to stderr.
   std::vector<std::string> warnings;
+  // Remote sources (tar_shards over s3://, https://, http://, file://;
+  // docs/remote.md); all 0 / false for local sources.
+  bool remote = false;
+  uint64_t remote_requests = 0;       // requests sent (attempts and hedges included)
+  uint64_t remote_bytes_fetched = 0;  // body bytes received
+  uint64_t remote_retries = 0, remote_hedges = 0, remote_hedge_wins = 0;
+  uint64_t remote_timeouts = 0, remote_failures = 0;
+  double remote_latency_p50 = 0, remote_latency_p99 = 0;  // per request, seconds
+  uint64_t cache_hits = 0, cache_misses = 0;             // local shard cache
+  uint64_t coalesced_requests = 0;  // range requests that served several samples
+  uint64_t coalesced_samples = 0;   // samples read from them
+  uint64_t shards_streamed = 0;     // whole-shard streams started (read-ahead)
 };
 
 class Loader {

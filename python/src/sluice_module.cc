@@ -468,6 +468,22 @@ class PyLoader {
     d["batch_bytes"] = s.batch_bytes;
     d["device"] = s.device;
     d["warnings"] = s.warnings;
+    // Remote sources (docs/remote.md); zeros for local ones.
+    d["remote"] = s.remote;
+    d["remote_requests"] = s.remote_requests;
+    d["remote_bytes_fetched"] = s.remote_bytes_fetched;
+    d["remote_retries"] = s.remote_retries;
+    d["remote_hedges"] = s.remote_hedges;
+    d["remote_hedge_wins"] = s.remote_hedge_wins;
+    d["remote_timeouts"] = s.remote_timeouts;
+    d["remote_failures"] = s.remote_failures;
+    d["remote_latency_p50"] = s.remote_latency_p50;
+    d["remote_latency_p99"] = s.remote_latency_p99;
+    d["cache_hits"] = s.cache_hits;
+    d["cache_misses"] = s.cache_misses;
+    d["coalesced_requests"] = s.coalesced_requests;
+    d["coalesced_samples"] = s.coalesced_samples;
+    d["shards_streamed"] = s.shards_streamed;
     return d;
   }
 

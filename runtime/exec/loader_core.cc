@@ -69,7 +69,11 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
 Status LoaderCore::OpenInputs() {
   auto source = OpenSource(config_.source_format, config_.source_params);
   if (!source) return std::unexpected(source.error());
+  (*source)->SetAccessPattern(config_.sampler.order == SampleOrder::kShuffle
+                                  ? Source::AccessPattern::kRandomAccess
+                                  : Source::AccessPattern::kShardSequential);
   source_ = std::shared_ptr<const Source>(std::move(*source));
+  hint_window_ = source_->ReadHintWindow();
   config_.sampler.num_samples = source_->size();
   if (config_.sampler.order == SampleOrder::kShardShuffle) {
     config_.sampler.shard_starts = source_->ShardStarts();
@@ -146,7 +150,8 @@ LoaderCore::~LoaderCore() {
 void LoaderCore::Shutdown() {
   std::unique_lock lock(mutex_);
   stopping_ = true;
-  if (reads_) reads_->Cancel();  // never takes mutex_
+  if (reads_) reads_->Cancel();         // never takes mutex_
+  if (source_) source_->CancelReads();  // remote requests in flight return promptly
   WaitIdleLocked(lock);
   lock.unlock();
   if (trace_ && trace_->running()) {
@@ -206,6 +211,7 @@ void LoaderCore::StartEpochLocked(uint64_t epoch, const ConsumedSet& consumed,
   }
   while (deliver_next_ < seg_batches_ && delivered_[deliver_next_]) ++deliver_next_;
   sched_pos_ = deliver_next_ * b;
+  hinted_until_ = sched_pos_;
   SkipDeliveredBatchesLocked();
   ledger_->StartEpoch(epoch);
 }
@@ -266,7 +272,22 @@ bool LoaderCore::ClaimBufferLocked() {
   buf.error_slot = -1;
   buf.bad.clear();
   fill_buffer_ = free;
+  HintReadsLocked();
   return true;
+}
+
+void LoaderCore::HintReadsLocked() {
+  // Announces the positions from this batch to hint_window_ past its end,
+  // each once per epoch (a remote source plans its requests from them).
+  const uint64_t end =
+      std::min<uint64_t>(order_->size(),
+                         sched_pos_ + static_cast<uint64_t>(config_.batch_size) + hint_window_);
+  const uint64_t first = std::max(hinted_until_, sched_pos_);
+  if (first >= end) return;
+  hint_scratch_.resize(end - first);
+  order_->Fill(first, hint_scratch_);
+  source_->WillRead(hint_scratch_);
+  hinted_until_ = end;
 }
 
 bool LoaderCore::TakeJobLocked(Job& job) {
@@ -823,6 +844,23 @@ LoaderStats LoaderCore::Stats() const {
   s.batch_bytes = static_cast<int64_t>(config_.buffer_bytes);
   s.device = config_.device;
   s.warnings = config_.warnings;
+  if (std::optional<SourceIoStats> io = source_->IoStats()) {
+    s.remote = true;
+    s.remote_requests = io->requests.requests;
+    s.remote_bytes_fetched = io->requests.bytes_fetched;
+    s.remote_retries = io->requests.retries;
+    s.remote_hedges = io->requests.hedges;
+    s.remote_hedge_wins = io->requests.hedge_wins;
+    s.remote_timeouts = io->requests.timeouts;
+    s.remote_failures = io->requests.failures;
+    s.remote_latency_p50 = io->requests.latency_p50_s;
+    s.remote_latency_p99 = io->requests.latency_p99_s;
+    s.cache_hits = io->cache_hits;
+    s.cache_misses = io->cache_misses;
+    s.coalesced_requests = io->coalesced_requests;
+    s.coalesced_samples = io->coalesced_samples;
+    s.shards_streamed = io->shards_streamed;
+  }
   return s;
 }
 

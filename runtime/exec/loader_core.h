@@ -142,6 +142,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Claims free buffer for the batch starting at sched_pos_; false (and
   // fatal_ set) when waiting for its pending device work failed.
   bool ClaimBufferLocked();
+  // Source::WillRead for the batch being claimed and hint_window_ beyond.
+  void HintReadsLocked();
   void WorkerLoop(int worker);
   // Runs one job outside the lock; exceptions become outcome.fatal.
   void ProcessGuarded(const Job& job, Scratch& scratch, Outcome& outcome) const;
@@ -216,6 +218,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t epoch_ = 0;
   std::optional<EpochOrder> order_;  // of epoch_; read by workers only while they hold jobs
   uint64_t sched_pos_ = 0;           // next position to schedule
+  uint64_t hinted_until_ = 0;        // positions before it were announced (WillRead)
+  uint64_t hint_window_ = 0;         // Source::ReadHintWindow()
+  std::vector<uint64_t> hint_scratch_;
   int fill_buffer_ = -1;
   uint64_t seg_batches_ = 0;   // batches of the current segment (order_)
   uint64_t index_offset_ = 0;  // added to segment batch numbers for Batch::index()

@@ -39,7 +39,7 @@ struct RemoteOptions {
   double connect_timeout_s = 10;  // TCP + TLS connect, per attempt
   // Deadline for one call (all its attempts, backoff and hedges together).
   double deadline_s = 60;
-  int max_retries = 5;  // attempts after the first, for retryable failures
+  int max_retries = 5;              // attempts after the first, for retryable failures
   double backoff_initial_s = 0.05;  // doubled per retry, capped, full jitter
   double backoff_max_s = 2;
   // Hedged range reads: 0 = off; > 0 = start a second request when the first
@@ -63,7 +63,7 @@ struct RequestStats {
 };
 
 struct ObjectInfo {
-  std::string url;   // as the caller would name it (s3://bucket/key, https://...)
+  std::string url;  // as the caller would name it (s3://bucket/key, https://...)
   uint64_t size = 0;
 };
 
@@ -100,6 +100,16 @@ class ObjectStore {
 // True for http://, https://, s3:// and file:// URLs (case-insensitive
 // scheme); false for plain paths.
 bool IsUrl(std::string_view path);
+
+// `url` with what may be a secret replaced by "***": the user-info part
+// (user:password@) and the query string (presigned signatures). For messages.
+std::string RedactUrl(std::string_view url);
+
+// The parts of `url` RedactUrl hides (its user-info and its query string,
+// when not empty), and `e` with every occurrence of them replaced by "***"
+// in its message and hint: for errors from code that may quote a URL as is.
+std::vector<std::string> UrlSecrets(std::string_view url);
+Error ScrubSecrets(Error e, const std::vector<std::string>& secrets);
 
 // The store for `url`'s scheme (plain paths and file:// → local). Errors:
 // kInvalidArgument for an unknown scheme or a malformed URL; kUnsupported

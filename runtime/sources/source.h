@@ -9,13 +9,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/remote/object_store.h"
 #include "sluice/result.h"
 
 namespace sluice::runtime {
+
+// What a source reading through an ObjectStore did (cumulative).
+struct SourceIoStats {
+  remote::RequestStats requests;  // the store's counters
+  uint64_t cache_hits = 0;        // shards found in the local shard cache
+  uint64_t cache_misses = 0;      // shards fetched into it
+  uint64_t coalesced_requests = 0;
+  uint64_t coalesced_samples = 0;
+  uint64_t shards_streamed = 0;
+};
 
 class Source {
  public:
@@ -42,6 +55,29 @@ class Source {
   // [starts[k], starts[k+1]) and the last runs to size()). Empty for sources
   // without shards. order: shard_shuffle needs it.
   virtual std::vector<uint64_t> ShardStarts() const { return {}; }
+
+  // ---- Remote reads (runtime/sources/tar/remote_reader.h). Sources that
+  // read local files ignore these (the defaults). ----
+
+  // How the loader will read: kRandomAccess (order: shuffle) or
+  // kShardSequential (shard_shuffle, sequential). Called once, before the
+  // source is shared with readers.
+  enum class AccessPattern { kRandomAccess, kShardSequential };
+  virtual void SetAccessPattern(AccessPattern) {}
+  // Samples the loader should announce ahead of the batch it schedules
+  // (WillRead); 0 = only each batch's own samples.
+  virtual uint64_t ReadHintWindow() const { return 0; }
+  // The loader will read these dataset indices soon, in this order (each
+  // batch's samples when the batch is scheduled, plus ReadHintWindow() ahead).
+  // A hint only: never blocks on I/O, may be wrong or never followed (Restore,
+  // shutdown). Called with the loader's lock held: keep it cheap.
+  virtual void WillRead(std::span<const uint64_t> indices) const { (void)indices; }
+  // Makes reads in flight return promptly (kIo) and later ones fail fast
+  // (the loader's shutdown). Idempotent.
+  virtual void CancelReads() const {}
+  // Request counters of a source reading through an ObjectStore; nullopt for
+  // local sources.
+  virtual std::optional<SourceIoStats> IoStats() const { return std::nullopt; }
 };
 
 // A source whose samples are local files listed when it is opened: it holds

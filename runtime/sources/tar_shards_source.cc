@@ -13,10 +13,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "runtime/sources/source_registry.h"
+#include "runtime/sources/tar/remote_index.h"
 #include "runtime/sources/tar/shard_paths.h"
 #include "runtime/sources/tar/tar_format.h"
 
@@ -35,14 +37,10 @@ void RaiseFdLimit(size_t shards) {
   ::setrlimit(RLIMIT_NOFILE, &lim);
 }
 
-// class_names from DIR/manifest.json when it has them; empty when there is
-// no manifest, it is not JSON or has no class_names.
-Result<std::vector<std::string>> ReadClassNames(const fs::path& dir) {
-  std::ifstream in(dir / "manifest.json", std::ios::binary);
-  if (!in) return std::vector<std::string>{};
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+// class_names from a manifest's text when it has them; empty when it is not
+// JSON or has no class_names. `name` names the manifest in messages.
+Result<std::vector<std::string>> ParseClassNames(const std::string& text, const std::string& name) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("class_names")) return std::vector<std::string>{};
   const nlohmann::json& names = j["class_names"];
   std::vector<std::string> out;
@@ -53,11 +51,37 @@ Result<std::vector<std::string>> ReadClassNames(const fs::path& dir) {
     }
   }
   if (!names.is_array() || out.size() != names.size()) {
-    return MakeError(ErrorCode::kInvalidArgument, "tar_shards: '" +
-                                                      (dir / "manifest.json").string() +
-                                                      "': class_names is not a list of strings");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "tar_shards: '" + name + "': class_names is not a list of strings");
   }
   return out;
+}
+
+// The manifest's per-shard SHA-256 ("shards": [{"name", "sha256"}], names
+// relative to `dir`), keyed by the shard's URL; empty when it has none.
+std::unordered_map<std::string, std::string> ParseShardChecksums(const std::string& text,
+                                                                 const std::string& dir) {
+  std::unordered_map<std::string, std::string> out;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("shards") || !j["shards"].is_array()) return out;
+  for (const nlohmann::json& shard : j["shards"]) {
+    if (!shard.is_object() || !shard.contains("name") || !shard.contains("sha256") ||
+        !shard["name"].is_string() || !shard["sha256"].is_string()) {
+      continue;
+    }
+    out[dir + "/" + shard["name"].get<std::string>()] = shard["sha256"].get<std::string>();
+  }
+  return out;
+}
+
+// class_names from DIR/manifest.json (see ParseClassNames); empty when there
+// is no manifest.
+Result<std::vector<std::string>> ReadClassNames(const fs::path& dir) {
+  std::ifstream in(dir / "manifest.json", std::ios::binary);
+  if (!in) return std::vector<std::string>{};
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseClassNames(text.str(), (dir / "manifest.json").string());
 }
 
 // Reads [offset, offset + 512 + buffer part) into header and data, with one
@@ -113,10 +137,34 @@ TarShardSource::~TarShardSource() {
   }
 }
 
+Status TarShardSource::UseIndex(tar::ChosenIndex chosen, const std::string& path) {
+  index_ = std::make_unique<tar::ShardIndex>(std::move(chosen.index));
+  index_path_ = chosen.where;
+  index_built_ = chosen.built;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    const tar::ShardIndex::Shard& entry = index_->shard(chosen.entry[i]);
+    Shard& s = shards_[i];
+    s.records = index_->records().data() + entry.first_sample;
+    s.start = size_;
+    s.count = entry.sample_count;
+    s.disagreement = std::move(chosen.disagreement[i]);
+    starts_.push_back(s.start);
+    size_ += s.count;
+  }
+  if (size_ == 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "tar_shards: no samples in the " + std::to_string(shards_.size()) +
+                         " shard(s) of '" + remote::RedactUrl(path) + "'",
+                     "a sample is a run of members sharing a key, e.g. KEY.jpg and KEY.cls");
+  }
+  return Ok();
+}
+
 Result<std::unique_ptr<TarShardSource>> TarShardSource::Open(const TarShardOptions& options) {
   if (options.mapping.image_exts.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "tar_shards: no image extension given");
   }
+  if (remote::IsUrl(options.path)) return OpenRemote(options);
   auto paths = tar::ResolveShardPaths(options.path);
   if (!paths) return std::unexpected(paths.error());
   RaiseFdLimit(paths->size());
@@ -148,35 +196,24 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::Open(const TarShardOptio
   }
   auto chosen = tar::OpenShardIndex(files, options.mapping, options.index);
   if (!chosen) return std::unexpected(chosen.error());
-  src->index_ = std::make_unique<tar::ShardIndex>(std::move(chosen->index));
-  src->index_path_ = chosen->where;
-  src->index_built_ = chosen->built;
   for (size_t i = 0; i < files.size(); ++i) {
-    const tar::ShardIndex::Shard& entry = src->index_->shard(chosen->entry[i]);
-    Shard& s = src->shards_[i];
-    s.name = unique_basenames ? fs::path(files[i].path).filename().string() : files[i].path;
-    s.records = src->index_->records().data() + entry.first_sample;
-    s.start = src->size_;
-    s.count = entry.sample_count;
-    s.disagreement = std::move(chosen->disagreement[i]);
-    src->starts_.push_back(s.start);
-    src->size_ += s.count;
+    src->shards_[i].name =
+        unique_basenames ? fs::path(files[i].path).filename().string() : files[i].path;
   }
-  if (src->size_ == 0) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "tar_shards: no samples in the " + std::to_string(files.size()) +
-                         " shard(s) of '" + options.path + "'",
-                     "a sample is a run of members sharing a key, e.g. KEY.jpg and KEY.cls");
-  }
+  SLUICE_RETURN_IF_ERROR(src->UseIndex(std::move(*chosen), options.path));
   auto classes = ReadClassNames(fs::path(files.front().absolute).parent_path());
   if (!classes) return std::unexpected(classes.error());
   src->classes_ = std::move(*classes);
   return src;
 }
 
-const TarShardSource::Shard& TarShardSource::ShardOf(size_t i) const {
+size_t TarShardSource::ShardNumber(size_t i) const {
   auto it = std::upper_bound(starts_.begin(), starts_.end(), static_cast<uint64_t>(i));
-  return shards_[static_cast<size_t>(it - starts_.begin()) - 1];
+  return static_cast<size_t>(it - starts_.begin()) - 1;
+}
+
+const TarShardSource::Shard& TarShardSource::ShardOf(size_t i) const {
+  return shards_[ShardNumber(i)];
 }
 
 std::string TarShardSource::SampleName(size_t i) const {
@@ -184,12 +221,14 @@ std::string TarShardSource::SampleName(size_t i) const {
   const Shard& s = ShardOf(i);
   const tar::SampleRecord& r = s.records[i - s.start];
   if (r.corrupt_tail()) return s.name + "@" + std::to_string(r.offset);
+  // Remote: no request (a dead server must not stall error reporting).
+  if (reader_ != nullptr) return s.name + "@" + std::to_string(r.offset - tar::kBlockSize);
   uint8_t header[tar::kBlockSize];
   const uint64_t at = r.offset - tar::kBlockSize;
-  const std::string name = tar::PreadFull(s.fd, header, sizeof(header), at) ==
-                                   static_cast<int64_t>(sizeof(header))
-                               ? tar::HeaderName(header)
-                               : std::string();
+  const std::string name =
+      tar::PreadFull(s.fd, header, sizeof(header), at) == static_cast<int64_t>(sizeof(header))
+          ? tar::HeaderName(header)
+          : std::string();
   if (name.empty()) return s.name + "@" + std::to_string(at);
   return s.name + ":" + std::string(tar::SplitKey(name).first);
 }
@@ -213,6 +252,7 @@ Result<size_t> TarShardSource::Read(size_t i, std::vector<uint8_t>& buffer) cons
   };
   if (!s.disagreement.empty()) return bad(s.disagreement);
   if (r.bad()) return bad(tar::DescribeBadRecord(r, mapping_));
+  if (reader_ != nullptr) return ReadRemote(i, buffer);
   if (buffer.size() < r.size) buffer.resize(r.size);
   uint8_t header[tar::kBlockSize];
   const int64_t got = ReadMember(s.fd, r.offset - tar::kBlockSize, header, buffer.data(), r.size);
@@ -230,6 +270,122 @@ Result<size_t> TarShardSource::Read(size_t i, std::vector<uint8_t>& buffer) cons
                std::to_string(r.offset - tar::kBlockSize) + ")");
   }
   return static_cast<size_t>(r.size);
+}
+
+Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemote(const TarShardOptions& options) {
+  // Transport messages may quote URLs as is: hide the path's secrets in them.
+  const std::vector<std::string> secrets = remote::UrlSecrets(options.path);
+  auto opened = OpenRemoteUnscrubbed(options);
+  if (!opened) return std::unexpected(remote::ScrubSecrets(opened.error(), secrets));
+  (*opened)->secrets_ = secrets;
+  return opened;
+}
+
+Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
+    const TarShardOptions& options) {
+  std::shared_ptr<remote::ObjectStore> store = options.store;
+  if (store == nullptr) {
+    auto opened = remote::OpenObjectStore(options.path, options.remote);
+    if (!opened) return std::unexpected(opened.error());
+    store = std::move(*opened);
+  }
+  auto objects = tar::ResolveShardUrls(*store, options.path);
+  if (!objects) return std::unexpected(objects.error());
+  std::unique_ptr<TarShardSource> src(new TarShardSource());
+  src->mapping_ = options.mapping;
+  for (const remote::ObjectInfo& o : *objects) {
+    src->shards_.push_back(Shard{.name = remote::RedactUrl(o.url), .url = o.url});
+  }
+  auto chosen = tar::OpenRemoteShardIndex(*store, *objects, options.mapping, options.index);
+  if (!chosen) return std::unexpected(chosen.error());
+  SLUICE_RETURN_IF_ERROR(src->UseIndex(std::move(*chosen), options.path));
+  const std::string dir = tar::UrlDirectory(objects->front().url);
+  const std::string manifest = dir + "/manifest.json";
+  std::unordered_map<std::string, std::string> checksums;  // URL -> sha256 hex
+  if (auto text = tar::FetchObject(*store, manifest)) {
+    auto classes = ParseClassNames(*text, remote::RedactUrl(manifest));
+    if (!classes) return std::unexpected(classes.error());
+    src->classes_ = std::move(*classes);
+    checksums = ParseShardChecksums(*text, dir);
+  } else if (text.error().code != ErrorCode::kNotFound) {
+    return std::unexpected(text.error());
+  }
+  std::vector<tar::RemoteShardReader::Shard> shards;
+  for (size_t i = 0; i < objects->size(); ++i) {
+    const std::string& url = (*objects)[i].url;
+    auto sha = checksums.find(url);
+    shards.push_back({url, (*objects)[i].size, src->shards_[i].start,
+                      sha == checksums.end() ? std::string() : sha->second});
+  }
+  src->reader_ = std::make_unique<tar::RemoteShardReader>(std::move(store), std::move(shards),
+                                                          src->size_, options.read);
+  return src;
+}
+
+Result<size_t> TarShardSource::ReadRemote(size_t i, std::vector<uint8_t>& buffer) const {
+  const size_t k = ShardNumber(i);
+  const Shard& s = shards_[k];
+  const tar::SampleRecord r = s.records[i - s.start];
+  const uint64_t total = tar::kBlockSize + r.size;
+  if (buffer.size() < total) buffer.resize(total);
+  const tar::RemoteShardReader::Range range{i, k, r.offset - tar::kBlockSize, total};
+  if (Status st = reader_->Read(range, buffer.data()); !st) {
+    Error e = remote::ScrubSecrets(st.error(), secrets_);
+    e.message = SampleName(i) + ": " + e.message;
+    return std::unexpected(std::move(e));
+  }
+  uint8_t header[tar::kBlockSize];
+  std::memcpy(header, buffer.data(), tar::kBlockSize);
+  if (auto st = tar::VerifyHeaderFor(header, r.size); !st) {
+    return MakeError(ErrorCode::kCorruptData, SampleName(i) + ": " + st.error().message +
+                                                  " (member header at byte " +
+                                                  std::to_string(r.offset - tar::kBlockSize) + ")");
+  }
+  std::memmove(buffer.data(), buffer.data() + tar::kBlockSize, r.size);
+  return static_cast<size_t>(r.size);
+}
+
+void TarShardSource::SetAccessPattern(AccessPattern pattern) {
+  if (reader_ == nullptr) return;
+  reader_->SetPattern(pattern == AccessPattern::kShardSequential ? tar::ReadPattern::kShardStream
+                                                                 : tar::ReadPattern::kRandom);
+}
+
+uint64_t TarShardSource::ReadHintWindow() const {
+  return reader_ == nullptr ? 0 : reader_->HintWindow();
+}
+
+void TarShardSource::WillRead(std::span<const uint64_t> indices) const {
+  if (reader_ == nullptr) return;
+  std::vector<tar::RemoteShardReader::Range> ranges;
+  ranges.reserve(indices.size());
+  for (uint64_t i : indices) {
+    if (i >= size_) continue;
+    const size_t k = ShardNumber(i);
+    const Shard& s = shards_[k];
+    const tar::SampleRecord& r = s.records[i - s.start];
+    if (r.bad() || !s.disagreement.empty()) continue;  // Read fails without I/O
+    ranges.push_back({i, k, r.offset - tar::kBlockSize, tar::kBlockSize + r.size});
+  }
+  reader_->WillRead(ranges);
+}
+
+void TarShardSource::CancelReads() const {
+  if (reader_ != nullptr) reader_->Cancel();
+}
+
+std::optional<SourceIoStats> TarShardSource::IoStats() const {
+  if (reader_ == nullptr) return std::nullopt;
+  SourceIoStats s;
+  s.requests = reader_->store().stats();
+  const tar::RemoteReadCounters c = reader_->counters();
+  s.coalesced_requests = c.coalesced_requests;
+  s.coalesced_samples = c.coalesced_samples;
+  s.shards_streamed = c.shards_streamed;
+  const remote::ShardCacheStats cache = reader_->cache_stats();
+  s.cache_hits = cache.hits;
+  s.cache_misses = cache.misses;
+  return s;
 }
 
 std::vector<uint64_t> TarShardSource::ShardStarts() const {
@@ -252,6 +408,46 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
   options.mapping.label_ext = label.empty() ? "" : label[0];
   options.index.explicit_index = SourceParamString(params, "index", "");
   options.index.cache_dir = SourceParamString(params, "cache_dir", "");
+  if (const ParamValue* v = FindParam(params, "read_ahead")) {
+    options.read.read_ahead = static_cast<int>(v->AsInt());
+  }
+  if (const ParamValue* v = FindParam(params, "read_ahead_bytes")) {
+    options.read.max_resident_bytes = static_cast<uint64_t>(v->AsInt());
+  }
+  if (const ParamValue* section = FindParam(params, "remote");
+      section != nullptr && std::holds_alternative<ParamList>(section->value)) {
+    const ParamList& r = section->AsSection();
+    auto number = [&](const char* name, double fallback) {
+      const ParamValue* v = FindParam(r, name);
+      return v == nullptr ? fallback : v->AsFloat();
+    };
+    remote::RemoteOptions& o = options.remote;
+    o.connect_timeout_s = number("connect_timeout_s", o.connect_timeout_s);
+    o.deadline_s = number("deadline_s", o.deadline_s);
+    o.max_retries = static_cast<int>(number("max_retries", o.max_retries));
+    o.backoff_initial_s = number("backoff_initial_s", o.backoff_initial_s);
+    o.backoff_max_s = number("backoff_max_s", o.backoff_max_s);
+    o.hedge_delay_s = number("hedge_delay_s", o.hedge_delay_s);
+    o.max_connections = static_cast<int>(number("max_connections", o.max_connections));
+  }
+  if (const ParamValue* section = FindParam(params, "cache");
+      section != nullptr && std::holds_alternative<ParamList>(section->value) &&
+      remote::IsUrl(options.path)) {
+    const std::string dir = SourceParamString(section->AsSection(), "dir", "");
+    const ParamValue* max = FindParam(section->AsSection(), "max_bytes");
+    const int64_t max_bytes = max == nullptr ? 0 : max->AsInt();
+    if (!dir.empty()) {
+      if (max_bytes <= 0) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "tar_shards: cache.dir is set but cache.max_bytes is not",
+                         "give the cache's size in bytes, e.g. cache: {dir: /scratch/shards, "
+                         "max_bytes: 200000000000}");
+      }
+      auto cache = remote::ShardCache::Open(dir, static_cast<uint64_t>(max_bytes));
+      if (!cache) return std::unexpected(cache.error());
+      options.read.cache = std::move(*cache);
+    }
+  }
   auto src = TarShardSource::Open(options);
   if (!src) return std::unexpected(src.error());
   return std::unique_ptr<Source>(std::move(*src));

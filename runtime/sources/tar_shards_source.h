@@ -19,18 +19,27 @@
 #include <vector>
 
 #include "ops/param.h"
+#include "runtime/remote/object_store.h"
 #include "runtime/sources/source.h"
 #include "runtime/sources/tar/index_store.h"
+#include "runtime/sources/tar/remote_reader.h"
 #include "runtime/sources/tar/shard_index.h"
 
 namespace sluice::runtime {
 
 struct TarShardOptions {
   // A directory (its *.tar files, sorted), a glob, or a brace pattern
-  // (runtime/sources/tar/shard_paths.h).
+  // (runtime/sources/tar/shard_paths.h); or a URL (s3://, https://, http://,
+  // file://) with braces, globs or a '/'-ended prefix
+  // (runtime/sources/tar/remote_index.h), read through an ObjectStore.
   std::string path;
   tar::FieldMapping mapping;
   tar::IndexOptions index;
+  // URL paths only: the store's requests and the read patterns.
+  remote::RemoteOptions remote;
+  tar::RemoteReadOptions read;
+  // Tests: the store to read URLs through (else OpenObjectStore(path)).
+  std::shared_ptr<remote::ObjectStore> store;
 };
 
 class TarShardSource final : public Source {
@@ -62,6 +71,15 @@ class TarShardSource final : public Source {
   // The first sample of each shard that has samples.
   std::vector<uint64_t> ShardStarts() const override;
 
+  // URL paths: the read pattern (runtime/sources/tar/remote_reader.h), hints,
+  // cancellation and request counters. No-ops (nullopt) for local paths.
+  void SetAccessPattern(AccessPattern pattern) override;
+  uint64_t ReadHintWindow() const override;
+  void WillRead(std::span<const uint64_t> indices) const override;
+  void CancelReads() const override;
+  std::optional<SourceIoStats> IoStats() const override;
+  bool remote() const { return reader_ != nullptr; }
+
   // Where the index came from (a file, or "(in memory)"), and whether it was
   // built by this Open.
   const std::string& index_path() const { return index_path_; }
@@ -70,16 +88,25 @@ class TarShardSource final : public Source {
 
  private:
   struct Shard {
-    std::string name;  // for messages
-    int fd = -1;
+    std::string name;                            // for messages (remote: the URL, secrets redacted)
+    int fd = -1;                                 // local paths
+    std::string url;                             // URL paths
     const tar::SampleRecord* records = nullptr;  // into the index
     uint64_t start = 0;                          // its first sample index
     uint64_t count = 0;
     std::string disagreement;  // why the index is stale for it, or ""
   };
   TarShardSource() = default;
+  static Result<std::unique_ptr<TarShardSource>> OpenRemote(const TarShardOptions& options);
+  static Result<std::unique_ptr<TarShardSource>> OpenRemoteUnscrubbed(
+      const TarShardOptions& options);
+  // Fills shards_ from the chosen index (shards_[i] exists for each file).
+  Status UseIndex(tar::ChosenIndex chosen, const std::string& path);
   // The shard holding sample i (i < size()).
   const Shard& ShardOf(size_t i) const;
+  size_t ShardNumber(size_t i) const;
+  // Reads sample i's header and data through the reader.
+  Result<size_t> ReadRemote(size_t i, std::vector<uint8_t>& buffer) const;
 
   tar::FieldMapping mapping_;
   std::unique_ptr<tar::ShardIndex> index_;
@@ -89,10 +116,14 @@ class TarShardSource final : public Source {
   size_t size_ = 0;
   std::string index_path_;
   bool index_built_ = false;
+  std::unique_ptr<tar::RemoteShardReader> reader_;  // URL paths
+  std::vector<std::string> secrets_;                // remote::UrlSecrets(path)
 };
 
 // The registry's open function: params path, image ("jpg;jpeg;png": ';' or
-// ',' separated extensions), label ("cls"; "" = no labels), index, cache_dir.
+// ',' separated extensions), label ("cls"; "" = no labels), index, cache_dir,
+// read_ahead, read_ahead_bytes, the `cache` section (dir, max_bytes) and the
+// `remote` section (RemoteOptions' fields, named as in docs/remote.md).
 Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params);
 
 // Splits an `image` param ("jpg;jpeg, png", ".PNG") into lower-case

@@ -1,0 +1,303 @@
+#include "runtime/sources/tar/remote_index.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <unordered_set>
+#include <utility>
+
+#include "ops/fusion/plan_format.h"
+#include "runtime/sources/tar/shard_paths.h"
+
+namespace sluice::runtime::tar {
+namespace fs = std::filesystem;
+using remote::ObjectInfo;
+using remote::ObjectStore;
+using remote::RedactUrl;
+namespace {
+
+constexpr char kLog[] = "sluice: tar_shards: ";
+
+Error WithUrl(Error e, const std::string& what) {
+  e.message = what + ": " + e.message;
+  return e;
+}
+
+// The objects directly under `prefix` (a '/'-ended prefix) ending in ".tar".
+Result<std::vector<ObjectInfo>> ListDirectory(ObjectStore& store, const std::string& prefix) {
+  auto listed = store.List(prefix);
+  if (!listed) return std::unexpected(listed.error());
+  std::vector<ObjectInfo> out;
+  for (ObjectInfo& o : *listed) {
+    const std::string rest = o.url.substr(std::min(o.url.size(), prefix.size()));
+    if (rest.find('/') == std::string::npos && rest.ends_with(".tar")) out.push_back(std::move(o));
+  }
+  if (out.empty()) {
+    return MakeError(ErrorCode::kNotFound,
+                     "tar_shards: no .tar object under '" + RedactUrl(prefix) + "'");
+  }
+  return out;
+}
+
+Result<std::vector<ObjectInfo>> ListGlob(ObjectStore& store, const std::string& pattern) {
+  const size_t glob = pattern.find_first_of("*?[");
+  auto listed = store.List(pattern.substr(0, glob));
+  if (!listed) return std::unexpected(listed.error());
+  std::vector<ObjectInfo> out;
+  for (ObjectInfo& o : *listed) {
+    if (::fnmatch(pattern.c_str(), o.url.c_str(), FNM_PATHNAME) == 0) out.push_back(std::move(o));
+  }
+  if (out.empty()) {
+    return MakeError(ErrorCode::kNotFound,
+                     "tar_shards: no object matches '" + RedactUrl(pattern) + "'");
+  }
+  return out;
+}
+
+// Index bytes from `url` (a URL through the store) or a local path.
+Result<ShardIndex> LoadIndex(ObjectStore& store, const std::string& url) {
+  if (!remote::IsUrl(url)) return ShardIndex::Load(url);
+  auto bytes = FetchObject(store, url);
+  if (!bytes) return std::unexpected(bytes.error());
+  return ShardIndex::FromBytes(*bytes, RedactUrl(url));
+}
+
+struct Match {
+  std::vector<uint64_t> entry;
+  std::vector<std::string> stale;
+  bool any_stale = false;
+  int64_t missing = -1;
+};
+
+// Shards are looked up by their URL relative to `dir` ("" = only by URL).
+Match MatchShards(const ShardIndex& index, const std::string& index_name, const std::string& dir,
+                  const std::vector<ObjectInfo>& shards) {
+  Match m;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const std::string& url = shards[i].url;
+    int64_t k = -1;
+    if (!dir.empty() && url.starts_with(dir + "/")) k = index.FindShard(url.substr(dir.size() + 1));
+    if (k < 0) k = index.FindShard(url);
+    if (k < 0) {
+      m.missing = static_cast<int64_t>(i);
+      return m;
+    }
+    m.entry.push_back(static_cast<uint64_t>(k));
+    const uint64_t listed = index.shard(static_cast<size_t>(k)).file_size;
+    std::string why;
+    if (listed != shards[i].size) {
+      why = "the shard is " + std::to_string(shards[i].size) + " bytes but the index '" +
+            index_name + "' lists " + std::to_string(listed) +
+            " bytes: it changed after it was indexed";
+      m.any_stale = true;
+    }
+    m.stale.push_back(std::move(why));
+  }
+  return m;
+}
+
+std::string CacheKey(const std::vector<ObjectInfo>& shards, const FieldMapping& mapping) {
+  std::string text = "remote\n" + mapping.Fingerprint() + "\n";
+  for (const ObjectInfo& s : shards) text += s.url + '\0' + std::to_string(s.size) + '\n';
+  std::string hash = plan_format::HashBytes(text);
+  return hash.substr(hash.find(':') + 1);
+}
+
+// Streams `shard` into an unlinked temporary file in `dir` and scans it.
+Result<std::vector<SampleRecord>> ScanRemoteShard(ObjectStore& store, const ObjectInfo& shard,
+                                                  const std::string& dir,
+                                                  const FieldMapping& mapping) {
+  std::string tmpl = (fs::path(dir) / "sluice-scan-XXXXXX").string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) {
+    return MakeError(ErrorCode::kIo, "tar_shards: cannot create a temporary file in '" + dir +
+                                         "' to index '" + RedactUrl(shard.url) + "'");
+  }
+  ::unlink(tmpl.c_str());
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  uint64_t written = 0;
+  Status st = store.Stream(shard.url, [&](const uint8_t* data, size_t size) -> Status {
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(written));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        return MakeError(ErrorCode::kIo, "cannot write a temporary file in '" + dir + "'");
+      done += static_cast<size_t>(n);
+      written += static_cast<uint64_t>(n);
+    }
+    return Ok();
+  });
+  if (!st) return std::unexpected(WithUrl(st.error(), "tar_shards: indexing"));
+  return BuildShardRecords(fd, written, RedactUrl(shard.url), mapping);
+}
+
+Result<ChosenIndex> Explicit(ObjectStore& store, const std::vector<ObjectInfo>& shards,
+                             const FieldMapping& mapping, const std::string& path) {
+  auto index = LoadIndex(store, path);
+  if (!index) return std::unexpected(index.error());
+  if (index->fingerprint() != mapping.Fingerprint()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "tar_shards: index '" + RedactUrl(path) + "' was built for fields '" +
+                         std::string(index->fingerprint()) + "', not '" + mapping.Fingerprint() +
+                         "'",
+                     "give the same image and label extensions, or drop `index:` to rebuild");
+  }
+  Match m = MatchShards(*index, RedactUrl(path), UrlDirectory(path), shards);
+  if (m.missing >= 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "tar_shards: index '" + RedactUrl(path) + "' does not list shard '" +
+                         RedactUrl(shards[static_cast<size_t>(m.missing)].url) + "'",
+                     "drop `index:` to build an index for these shards");
+  }
+  return ChosenIndex{
+      std::move(*index), std::move(m.entry), std::move(m.stale), RedactUrl(path), false, {}};
+}
+
+// `index` when it covers `shards` with current sizes and the mapping.
+std::optional<ChosenIndex> Usable(Result<ShardIndex> index, const std::string& name,
+                                  const std::string& dir, const std::vector<ObjectInfo>& shards,
+                                  const FieldMapping& mapping) {
+  if (!index || index->fingerprint() != mapping.Fingerprint()) return std::nullopt;
+  Match m = MatchShards(*index, name, dir, shards);
+  if (m.missing >= 0 || m.any_stale) return std::nullopt;
+  return ChosenIndex{std::move(*index), std::move(m.entry), std::move(m.stale), name, false, {}};
+}
+
+}  // namespace
+
+std::string UrlDirectory(const std::string& url) {
+  const size_t slash = url.rfind('/');
+  return slash == std::string::npos ? "" : url.substr(0, slash);
+}
+
+Result<std::string> FetchObject(ObjectStore& store, const std::string& url) {
+  auto info = store.Stat(url);
+  if (!info) return std::unexpected(info.error());
+  std::string bytes(info->size, '\0');
+  if (info->size > 0) {
+    SLUICE_RETURN_IF_ERROR(
+        store.ReadRange(url, 0, info->size, reinterpret_cast<uint8_t*>(bytes.data())));
+  }
+  return bytes;
+}
+
+Result<std::vector<ObjectInfo>> ResolveShardUrls(ObjectStore& store, const std::string& pattern) {
+  auto names = ExpandBraces(pattern);
+  if (!names) return std::unexpected(names.error());
+  // Plain names are checked in parallel (one Stat each); lists run in order.
+  std::vector<Result<std::vector<ObjectInfo>>> found(names->size());
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, names->size()), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i != r.end(); ++i) {
+          const std::string& n = (*names)[i];
+          if (n.find_first_of("*?[") != std::string::npos) {
+            found[i] = ListGlob(store, n);
+          } else if (n.ends_with("/")) {
+            found[i] = ListDirectory(store, n);
+          } else if (auto info = store.Stat(n)) {
+            found[i] = std::vector<ObjectInfo>{std::move(*info)};
+          } else if (info.error().code == ErrorCode::kNotFound && !n.ends_with(".tar")) {
+            found[i] = ListDirectory(store, n + "/");
+          } else {
+            found[i] = std::unexpected(info.error());
+          }
+        }
+      });
+  std::vector<ObjectInfo> out;
+  std::unordered_set<std::string> seen;
+  for (auto& f : found) {
+    if (!f) return std::unexpected(WithUrl(f.error(), "tar_shards: cannot find the shards"));
+    for (ObjectInfo& o : *f) {
+      if (seen.insert(o.url).second) out.push_back(std::move(o));
+    }
+  }
+  return out;
+}
+
+Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<ObjectInfo>& shards,
+                                         const FieldMapping& mapping, const IndexOptions& options) {
+  if (!options.explicit_index.empty()) {
+    return Explicit(store, shards, mapping, options.explicit_index);
+  }
+  const std::string dir = UrlDirectory(shards.front().url);
+  const std::string beside = dir + "/" + kPackIndexName;
+  if (auto c = Usable(LoadIndex(store, beside), RedactUrl(beside), dir, shards, mapping)) {
+    return std::move(*c);
+  }
+  const std::string cache_dir = ResolveCacheDir(options.cache_dir);
+  const std::string cached =
+      (fs::path(cache_dir) / ("sluice-index-" + CacheKey(shards, mapping) + ".sluice")).string();
+  std::error_code ec;
+  if (fs::is_regular_file(cached, ec)) {
+    if (auto c = Usable(ShardIndex::Load(cached), cached, "", shards, mapping)) {
+      return std::move(*c);
+    }
+  }
+
+  fs::create_directories(cache_dir, ec);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Result<std::vector<SampleRecord>>> records(shards.size());
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, shards.size(), 1),
+                    [&](const tbb::blocked_range<size_t>& r) {
+                      for (size_t i = r.begin(); i != r.end(); ++i) {
+                        records[i] = ScanRemoteShard(store, shards[i], cache_dir, mapping);
+                      }
+                    });
+  IndexWriter w(mapping);
+  std::vector<std::string> notes;
+  auto say = [&](std::string line) {
+    if (!options.quiet) std::fprintf(stderr, "%s%s\n", kLog, line.c_str());
+    notes.push_back(std::move(line));
+  };
+  uint64_t samples = 0;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (!records[i]) return std::unexpected(records[i].error());
+    const auto& r = *records[i];
+    samples += r.size();
+    if (!r.empty() && r.back().corrupt_tail()) {
+      say(RedactUrl(shards[i].url) + ": " + DescribeBadRecord(r.back(), mapping) + "; the " +
+          std::to_string(r.size() - 1) +
+          " samples before it are kept, the rest counts as one bad sample");
+    }
+    SLUICE_RETURN_IF_ERROR(w.AddShard(shards[i].url, shards[i].size, r));
+  }
+  char took[32];
+  std::snprintf(took, sizeof(took), "%.2f s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const std::string what = "indexed " + std::to_string(shards.size()) + " remote shard(s) (" +
+                           std::to_string(samples) + " samples, streamed once) in " + took;
+  std::string where = cached;
+  if (auto st = w.Write(cached); st) {
+    say(what + "; index written to " + cached);
+  } else {
+    say(what + "; cannot write the index (" + st.error().message +
+        "): it is kept in memory and rebuilt on every open");
+    where.clear();
+  }
+  auto index =
+      where.empty() ? ShardIndex::FromBytes(w.Serialize(), "(in memory)") : ShardIndex::Load(where);
+  if (!index) return std::unexpected(index.error());
+  Match m = MatchShards(*index, where, "", shards);
+  if (m.missing >= 0 || m.any_stale) {
+    return MakeError(ErrorCode::kInternal, "tar_shards: the index just built does not match");
+  }
+  return ChosenIndex{std::move(*index),
+                     std::move(m.entry),
+                     std::move(m.stale),
+                     where.empty() ? "(in memory)" : where,
+                     true,
+                     std::move(notes)};
+}
+
+}  // namespace sluice::runtime::tar

@@ -1,0 +1,56 @@
+// Shards named by URL (runtime/remote/object_store.h): which objects a
+// tar_shards `path` URL names, and their index and manifest.
+//
+// Which shards (ResolveShardUrls), for each brace expansion of the path
+// (shard_paths.h ExpandBraces), in order:
+//  - with a glob character (* ? [): the objects listed under the text before
+//    the first glob character, matched with fnmatch(3) (a '*' does not cross
+//    '/'), sorted;
+//  - ending in '/': the objects directly under that prefix ending in ".tar";
+//  - else the object itself (Stat); when there is none and the name does not
+//    end in ".tar", it is taken as a directory (name + "/").
+// HTTP servers cannot list: globs and directories need s3:// or file://.
+//
+// Where the index comes from (DIR = the first shard's URL up to its last '/'):
+//  1. an explicit index (`index:`, a local path or a URL): it must list every
+//     shard and the mapping; a shard whose size differs is marked disagreeing;
+//  2. DIR/index.sluice (what `sluice pack` writes; names relative to DIR),
+//     used when it lists every shard with its current size and the mapping;
+//  3. CACHE/sluice-index-HASH.sluice, HASH covering the shards' URLs and sizes
+//     and the mapping (objects have no usable mtime: a rewritten shard of the
+//     same size must be re-indexed by hand, e.g. deleting the cached file);
+//  4. else each shard is streamed once (ObjectStore::Stream) to a temporary
+//     file in CACHE, scanned, and the index written to CACHE (one stderr line
+//     says so), else kept in memory.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/remote/object_store.h"
+#include "runtime/sources/tar/index_store.h"
+#include "runtime/sources/tar/shard_index.h"
+#include "sluice/result.h"
+
+namespace sluice::runtime::tar {
+
+// The shard objects `pattern` names (see the file comment), each once.
+// Errors: kNotFound (a named shard does not exist, a glob or directory
+// matches nothing), kUnsupported (listing over plain HTTP), the store's
+// errors; messages name the URL with secrets redacted.
+Result<std::vector<remote::ObjectInfo>> ResolveShardUrls(remote::ObjectStore& store,
+                                                         const std::string& pattern);
+
+// The whole object `url` (for indexes and manifests). Errors: the store's.
+Result<std::string> FetchObject(remote::ObjectStore& store, const std::string& url);
+
+// Finds or builds the index for `shards` (see the file comment). `entry` and
+// `disagreement` are parallel to `shards`.
+Result<ChosenIndex> OpenRemoteShardIndex(remote::ObjectStore& store,
+                                         const std::vector<remote::ObjectInfo>& shards,
+                                         const FieldMapping& mapping, const IndexOptions& options);
+
+// DIR of a shard URL: the text up to (not including) its last '/'.
+std::string UrlDirectory(const std::string& url);
+
+}  // namespace sluice::runtime::tar

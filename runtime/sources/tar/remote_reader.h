@@ -1,0 +1,167 @@
+// How a tar_shards source reads shards named by URL through an ObjectStore
+// (runtime/remote/object_store.h), in one of two patterns the loader picks
+// from its order (Source::SetReadPattern):
+//
+// kRandom (order: shuffle): one range request per sample (its tar header and
+// data, located by the index). The loader announces the samples it is about
+// to read (WillRead: each batch's indices when the batch is scheduled); the
+// samples of one shard that lie close together (gaps <= coalesce_gap, one
+// range <= coalesce_max) are planned as one coalesced range request. The
+// first Read of a planned sample issues the request; the others take their
+// bytes from it (waiting while it is in flight). Planned ranges hold at most
+// coalesce_budget bytes: when a new plan would exceed it, the oldest ranges
+// not in flight are dropped (their samples are read alone). Samples without
+// a neighbour are read alone.
+//
+// kShardStream (order: shard_shuffle, sequential): whole shards are streamed
+// (ObjectStore::Stream) into memory by `read_ahead + 1` fetch threads. The
+// announced samples (a window of HintWindow() samples ahead of the loader)
+// name the shards needed next, in order; up to read_ahead + 1 of them are in
+// flight at once, and shards stay in memory while they have announced samples
+// not yet read. A Read waits only until its member's bytes have arrived (not
+// for the whole shard). Shards in memory (in flight included) hold at most
+// max_resident_bytes; beyond that read-ahead waits, and a Read that finds no
+// room (every shard in memory still being read) reads its sample alone. A
+// shard larger than max_resident_bytes is read sample by sample. A shard
+// whose stream fails stays failed until evicted: its samples fail fast with
+// the stream's error (the store's message: URL and last HTTP status).
+//
+// Thread-safe. Cancel() wakes every waiting Read (kIo) and cancels the
+// store; the destructor cancels and joins the fetch threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/remote/object_store.h"
+#include "runtime/remote/shard_cache.h"
+#include "sluice/result.h"
+
+namespace sluice::runtime::tar {
+
+enum class ReadPattern { kRandom, kShardStream };
+
+struct RemoteReadOptions {
+  // kShardStream: shards in flight beyond the one being read (`read_ahead`).
+  int read_ahead = 2;
+  // kShardStream: bytes of whole shards held in memory at once.
+  uint64_t max_resident_bytes = uint64_t{1} << 30;
+  // kRandom: coalescing limits (see the file comment).
+  uint64_t coalesce_gap = 64 << 10;
+  uint64_t coalesce_max = 8 << 20;
+  uint64_t coalesce_budget = 64 << 20;
+  // A local cache of whole shards (`cache: {dir, max_bytes}`), or null. With a
+  // cache every pattern reads whole shards through it (kShardStream's
+  // machinery, the shard acquired from the cache or downloaded into it by a
+  // fetch thread, then pread); max_resident_bytes bounds the shards held
+  // open (pinned) in it.
+  std::shared_ptr<remote::ShardCache> cache;
+};
+
+// What the reader did (cumulative).
+struct RemoteReadCounters {
+  uint64_t coalesced_requests = 0;  // range requests that served several samples
+  uint64_t coalesced_samples = 0;   // samples read from such a request
+  uint64_t direct_reads = 0;        // samples read with their own range request
+  uint64_t shards_streamed = 0;     // whole-shard streams started
+  uint64_t stream_reads = 0;        // samples read from a streamed shard
+};
+
+class RemoteShardReader {
+ public:
+  struct Shard {
+    std::string url;
+    uint64_t size = 0;
+    uint64_t start = 0;  // its first dataset index
+    // The manifest's SHA-256 of the whole shard (hex), or "" (for a shard
+    // cache that verifies what it keeps).
+    std::string sha256;
+  };
+  const std::vector<Shard>& shards() const { return shards_; }
+  RemoteShardReader(std::shared_ptr<remote::ObjectStore> store, std::vector<Shard> shards,
+                    uint64_t num_samples, RemoteReadOptions options);
+  ~RemoteShardReader();
+  RemoteShardReader(const RemoteShardReader&) = delete;
+  RemoteShardReader& operator=(const RemoteShardReader&) = delete;
+
+  // Before the first read (kRandom until then). kShardStream starts the
+  // fetch threads.
+  void SetPattern(ReadPattern pattern);
+  ReadPattern pattern() const { return pattern_; }
+  // Samples to announce ahead of the current batch (kShardStream: about
+  // read_ahead + 1 shards' worth; kRandom: 0).
+  uint64_t HintWindow() const;
+  // The loader will read these dataset indices, in this order. Never blocks
+  // on I/O. `offsets` gives each index's member range (header + data) as
+  // {shard, offset, length}; see tar_shards_source.cc.
+  struct Range {
+    uint64_t index;
+    size_t shard;
+    uint64_t offset, length;
+  };
+  void WillRead(std::span<const Range> ranges);
+  // Reads `range` into out[0, range.length). Errors: the store's (they name
+  // the URL), kIo when cancelled, kCorruptData when a streamed shard is
+  // shorter or longer than indexed.
+  Status Read(const Range& range, uint8_t* out);
+
+  void Cancel();
+  RemoteReadCounters counters() const;
+  // The cache's counters (zeros without a cache).
+  remote::ShardCacheStats cache_stats() const;
+  remote::ObjectStore& store() const { return *store_; }
+
+ private:
+  struct Group;
+  struct Resident;
+  Status ReadDirect(const Range& r, uint8_t* out);
+  Status ReadRandom(const Range& r, uint8_t* out);
+  Status ReadStream(const Range& r, uint8_t* out);
+  void PlanLocked(std::span<const Range> ranges);
+  void DropGroupLocked(const std::shared_ptr<Group>& g);
+  // Frees memory until `bytes` more fit; `force` may evict shards that still
+  // have announced reads. False when not possible.
+  bool MakeRoomLocked(uint64_t bytes, bool force);
+  void ScheduleLocked();
+  std::shared_ptr<Resident> StartFetchLocked(size_t shard, bool urgent);
+  void FetchLoop();
+  void Fetch(const std::shared_ptr<Resident>& r);
+
+  std::shared_ptr<remote::ObjectStore> store_;
+  std::vector<Shard> shards_;
+  uint64_t num_samples_;
+  RemoteReadOptions options_;
+  ReadPattern pattern_ = ReadPattern::kRandom;
+  bool whole_shards_ = false;  // kShardStream, or any pattern with a cache
+
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;  // a group or shard made progress
+  std::condition_variable work_;   // a shard was queued for fetching
+  bool cancelled_ = false;
+  RemoteReadCounters counters_;
+  // kRandom.
+  std::unordered_map<uint64_t, std::shared_ptr<Group>> planned_;
+  std::deque<std::shared_ptr<Group>> groups_;
+  uint64_t planned_bytes_ = 0;
+  // kShardStream.
+  std::vector<std::shared_ptr<Resident>> resident_;  // per shard, or null
+  std::vector<int64_t> pending_;                     // announced reads not yet done
+  std::vector<bool> wanted_flag_;
+  std::deque<size_t> wanted_;  // announced shards not in memory, in order
+  std::deque<std::shared_ptr<Resident>> fetch_queue_;
+  uint64_t resident_bytes_ = 0;
+  int in_flight_ = 0;  // residents queued or loading
+  uint64_t tick_ = 0;
+  bool hinted_ = false;
+  std::vector<std::thread> fetchers_;
+};
+
+}  // namespace sluice::runtime::tar

@@ -1,0 +1,184 @@
+// The loader over a tar_shards source named by file:// URLs (read through the
+// ObjectStore path: range reads for shuffle, streamed shards with read-ahead
+// for shard_shuffle and sequential) delivers exactly the batches of the same
+// shards read as local paths, resumes from a saved state, reports request
+// stats, and turns an unreadable shard into bad samples naming its URL.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "runtime/sources/image_folder_source.h"
+#include "runtime/sources/tar/tar_format.h"
+#include "tests/runtime/loader/loader_test_util.h"
+
+namespace sluice {
+namespace {
+
+using namespace testing_loader;
+using nlohmann::json;
+
+class TarShardsRemoteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SLUICE_REQUIRE_TEST_PLAN();
+    work_ = std::make_unique<ScopedDir>("rtar_plans");
+    folder_ = std::make_unique<ScopedDir>("rtar_folder");
+    shards_ = std::make_unique<ScopedDir>("rtar_shards");
+    cache_ = std::make_unique<ScopedDir>("rtar_cache");
+    MakeDataset(folder_->path(), 24);
+    auto src = runtime::ImageFolderSource::Open(folder_->path().string());
+    ASSERT_TRUE(src.has_value());
+    std::vector<uint8_t> bytes;
+    for (int k = 0; k < 3; ++k) {
+      auto w = runtime::tar::Writer::Create(
+          (shards_->path() / ("shard-00000" + std::to_string(k) + ".tar")).string());
+      ASSERT_TRUE(w.has_value());
+      for (size_t i = 8 * static_cast<size_t>(k); i < 8 * static_cast<size_t>(k) + 8; ++i) {
+        auto n = (*src)->Read(i, bytes);
+        ASSERT_TRUE(n.has_value());
+        char key[16];
+        std::snprintf(key, sizeof(key), "%06zu", i);
+        const std::string label = std::to_string((*src)->label(i));
+        ASSERT_TRUE(w->Add(std::string(key) + ".jpg", {bytes.data(), *n}).has_value());
+        ASSERT_TRUE(w->Add(std::string(key) + ".cls",
+                           {reinterpret_cast<const uint8_t*>(label.data()), label.size()})
+                        .has_value());
+      }
+      ASSERT_TRUE(w->Finish().has_value());
+    }
+  }
+  // The test plan reading tar_shards at `path` in `order`.
+  std::string TarPlan(const std::string& name, const std::string& path, const std::string& order,
+                      const std::string& policy = "fail", int read_ahead = 1,
+                      const std::string& shard_cache = "") {
+    return EditedPlan(work_->path(), name, [&](json& j) {
+      j["sampling"]["order"] = order;
+      j["source"]["format"] = "tar_shards";
+      j["source"]["params"] = {
+          {"path", path}, {"image", "jpg"},           {"label", "cls"},
+          {"index", ""},  {"read_ahead", read_ahead}, {"cache_dir", cache_->path().string()}};
+      if (!shard_cache.empty()) {
+        j["source"]["params"]["cache"] = {{"dir", shard_cache}, {"max_bytes", 1 << 30}};
+      }
+      j["output"]["on_error"] = {{"policy", policy}, {"max_fraction", 0.5}};
+    });
+  }
+  Loader Make(const std::string& plan_path, int threads) {
+    auto plan = Plan::Load(plan_path, {{"DATA", shards_->path().string()}});
+    if (!plan) throw std::runtime_error(plan.error().ToString());
+    LoaderOptions o;
+    o.threads = threads;
+    o.rank = 0;
+    o.world_size = 1;
+    auto loader = Loader::Create(*plan, o);
+    if (!loader) throw std::runtime_error(loader.error().ToString());
+    return std::move(*loader);
+  }
+  std::string Url() const { return "file://" + shards_->path().string(); }
+  std::unique_ptr<ScopedDir> work_, folder_, shards_, cache_;
+};
+
+TEST_F(TarShardsRemoteTest, FileUrlsGiveTheSameBatchesAsLocalPathsInEveryOrder) {
+  for (const std::string order : {"shuffle", "shard_shuffle", "sequential"}) {
+    SCOPED_TRACE(order);
+    Loader local =
+        Make(TarPlan(order + "-local.plan", "${DATA}/shard-{000000..000002}.tar", order), 2);
+    Loader url =
+        Make(TarPlan(order + "-url.plan", Url() + "/shard-{000000..000002}.tar", order), 2);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      auto a = ReadEpoch(local);
+      auto b = ReadEpoch(url);
+      ASSERT_TRUE(a.has_value()) << a.error().ToString();
+      ASSERT_TRUE(b.has_value()) << b.error().ToString();
+      EXPECT_EQ(b->batches.size(), 6u);
+      EXPECT_EQ(a->samples, b->samples);
+      EXPECT_TRUE(a->batches == b->batches);
+    }
+    const LoaderStats ls = local.Stats();
+    const LoaderStats us = url.Stats();
+    EXPECT_FALSE(ls.remote);
+    EXPECT_EQ(ls.remote_requests, 0u);
+    EXPECT_TRUE(us.remote);
+    EXPECT_GT(us.remote_requests, 0u);
+    EXPECT_GT(us.remote_bytes_fetched, 0u);
+    EXPECT_GT(us.remote_latency_p99, 0.0);
+    EXPECT_EQ(us.bad_samples, 0u);
+    if (order == "shuffle") {
+      EXPECT_EQ(us.shards_streamed, 0u);
+    } else {
+      EXPECT_GE(us.shards_streamed, 3u);  // every shard streamed at least once per epoch
+    }
+  }
+}
+
+TEST_F(TarShardsRemoteTest, DirectoryUrlAndResumeFromAState) {
+  for (const std::string order : {"shuffle", "shard_shuffle"}) {
+    SCOPED_TRACE(order);
+    const std::string plan = TarPlan(order + ".plan", Url() + "/", order);
+    Loader original = Make(plan, 2);
+    ASSERT_TRUE(ReadEpoch(original, 2).has_value());
+    const LoaderState state = original.State();
+    auto rest = ReadEpoch(original);
+    auto next = ReadEpoch(original, 2);
+    ASSERT_TRUE(rest.has_value() && next.has_value());
+    Loader restored = Make(plan, 1);
+    ASSERT_TRUE(ReadEpoch(restored, 1).has_value());
+    ASSERT_TRUE(restored.Restore(state).has_value());
+    auto again = ReadEpoch(restored);
+    auto again_next = ReadEpoch(restored, 2);
+    ASSERT_TRUE(again.has_value() && again_next.has_value());
+    EXPECT_EQ(again->samples, rest->samples);
+    EXPECT_TRUE(again->batches == rest->batches);
+    EXPECT_TRUE(again_next->batches == next->batches);
+  }
+}
+
+TEST_F(TarShardsRemoteTest, AShardCacheIsFilledOnceThenServesEveryRead) {
+  ScopedDir shard_cache("rtar_shard_cache");
+  Loader local = Make(TarPlan("c-local.plan", "${DATA}", "shuffle"), 2);
+  auto want = ReadEpoch(local);
+  ASSERT_TRUE(want.has_value());
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    Loader url = Make(
+        TarPlan("c-url.plan", Url() + "/", "shuffle", "fail", 1, shard_cache.path().string()), 2);
+    auto got = ReadEpoch(url);
+    ASSERT_TRUE(got.has_value()) << got.error().ToString();
+    EXPECT_TRUE(got->batches == want->batches);
+    const LoaderStats s = url.Stats();
+    EXPECT_EQ(s.cache_misses, round == 0 ? 3u : 0u);
+    EXPECT_EQ(s.cache_hits, round == 0 ? 0u : 3u);
+    if (round == 1) {
+      EXPECT_EQ(s.remote_requests, 0u);  // index cached, shards cached
+    }
+  }
+}
+
+TEST_F(TarShardsRemoteTest, ASampleWhoseShardVanishedIsABadSampleNamingTheUrl) {
+  for (const std::string order : {"shuffle", "sequential"}) {
+    SCOPED_TRACE(order);
+    ScopedDir copy("rtar_vanish_" + order);
+    for (int k = 0; k < 3; ++k) {
+      const std::string name = "shard-00000" + std::to_string(k) + ".tar";
+      fs::copy_file(shards_->path() / name, copy.path() / name);
+    }
+    const std::string url = "file://" + copy.path().string() + "/shard-{000000..000002}.tar";
+    auto plan = Plan::Load(TarPlan(order + "-skip.plan", url, order, "skip"), {});
+    ASSERT_TRUE(plan.has_value()) << plan.error().ToString();
+    auto loader = Loader::Create(*plan, LoaderOptions{});
+    ASSERT_TRUE(loader.has_value()) << loader.error().ToString();
+    fs::remove(copy.path() / "shard-000001.tar");  // after the index was built
+    auto epoch = ReadEpoch(*loader);
+    ASSERT_TRUE(epoch.has_value()) << epoch.error().ToString();
+    const LoaderStats stats = loader->Stats();
+    EXPECT_EQ(stats.bad_samples, 8u);  // each sample of the shard, once
+    ASSERT_FALSE(stats.last_bad.empty());
+    for (const BadSample& bad : stats.last_bad) {
+      EXPECT_NE(bad.path.find("file://"), std::string::npos) << bad.path;
+      EXPECT_NE(bad.path.find("shard-000001.tar"), std::string::npos) << bad.path;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice

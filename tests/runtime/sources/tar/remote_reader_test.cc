@@ -1,0 +1,207 @@
+#include "runtime/sources/tar/remote_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/runtime/remote/counting_store.h"
+#include "tests/runtime/test_tmpdir.h"
+
+namespace sluice::runtime::tar {
+namespace {
+
+using remote::testing::CountingStore;
+using runtime::testing::TempDir;
+using Range = RemoteShardReader::Range;
+
+// Byte i of shard k is (i * 7 + k) % 251.
+std::string ShardBytes(size_t k, size_t size) {
+  std::string s(size, '\0');
+  for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>((i * 7 + k) % 251);
+  return s;
+}
+
+struct Fixture {
+  explicit Fixture(size_t shards, size_t size = 64 << 10) : shard_size(size) {
+    for (size_t k = 0; k < shards; ++k) {
+      const std::string path = dir.Write("s" + std::to_string(k) + ".bin", ShardBytes(k, size));
+      list.push_back({"file://" + path, size, k * 8});
+    }
+  }
+  // Sample j of shard k: 8 samples of size/8 bytes each.
+  Range Sample(size_t k, uint64_t j) const {
+    return Range{k * 8 + j, k, j * (shard_size / 8), shard_size / 8};
+  }
+  std::unique_ptr<RemoteShardReader> Make(RemoteReadOptions o, ReadPattern p) {
+    auto r = std::make_unique<RemoteShardReader>(store, list, list.size() * 8, o);
+    r->SetPattern(p);
+    return r;
+  }
+  // Reads `r` through `reader` and checks its bytes.
+  void Check(RemoteShardReader& reader, const Range& r) const {
+    std::vector<uint8_t> out(r.length);
+    Status st = reader.Read(r, out.data());
+    ASSERT_TRUE(st.has_value()) << st.error().ToString();
+    const std::string want = ShardBytes(r.shard, shard_size).substr(r.offset, r.length);
+    EXPECT_EQ(std::string(out.begin(), out.end()), want) << "sample " << r.index;
+  }
+  TempDir dir;
+  size_t shard_size;
+  std::vector<RemoteShardReader::Shard> list;
+  std::shared_ptr<CountingStore> store = std::make_shared<CountingStore>();
+};
+
+TEST(RemoteShardReader, CoalescesAnnouncedNeighboursIntoOneRequest) {
+  Fixture f(2);
+  auto reader = f.Make({}, ReadPattern::kRandom);
+  // Samples 1, 2, 3 of shard 0 are neighbours; 0-5 of shard 1 is a single.
+  std::vector<Range> batch = {f.Sample(0, 3), f.Sample(1, 5), f.Sample(0, 1), f.Sample(0, 2)};
+  reader->WillRead(batch);
+  for (const Range& r : batch) f.Check(*reader, r);
+  EXPECT_EQ(f.store->range_reads.load(), 2);
+  const RemoteReadCounters c = reader->counters();
+  EXPECT_EQ(c.coalesced_requests, 1u);
+  EXPECT_EQ(c.coalesced_samples, 3u);
+  EXPECT_EQ(c.direct_reads, 1u);
+  // Not announced: read alone.
+  f.Check(*reader, f.Sample(0, 4));
+  EXPECT_EQ(f.store->range_reads.load(), 3);
+}
+
+TEST(RemoteShardReader, CoalescingRespectsGapLengthAndBudget) {
+  Fixture f(1);
+  RemoteReadOptions o;
+  o.coalesce_gap = 0;                       // only touching ranges
+  o.coalesce_max = 3 * (f.shard_size / 8);  // at most three samples per request
+  auto reader = f.Make(o, ReadPattern::kRandom);
+  std::vector<Range> all;
+  for (uint64_t j = 0; j < 8; ++j) all.push_back(f.Sample(0, j));
+  reader->WillRead(all);
+  for (const Range& r : all) f.Check(*reader, r);
+  EXPECT_EQ(f.store->range_reads.load(), 3);  // 3 + 3 + 2 samples
+
+  // A budget of one sample's bytes plans nothing: every read goes alone.
+  Fixture g(1);
+  RemoteReadOptions tiny;
+  tiny.coalesce_budget = g.shard_size / 8;
+  auto alone = g.Make(tiny, ReadPattern::kRandom);
+  std::vector<Range> two = {g.Sample(0, 0), g.Sample(0, 1)};
+  alone->WillRead(two);
+  for (const Range& r : two) g.Check(*alone, r);
+  EXPECT_EQ(g.store->range_reads.load(), 2);
+  EXPECT_EQ(alone->counters().coalesced_requests, 0u);
+}
+
+TEST(RemoteShardReader, StreamsAnnouncedShardsWithBoundedReadAhead) {
+  Fixture f(5);
+  RemoteReadOptions o;
+  o.read_ahead = 1;
+  auto reader = f.Make(o, ReadPattern::kShardStream);
+  EXPECT_EQ(reader->HintWindow(), 16u);  // two shards of eight samples
+  f.store->CloseGate();
+  std::vector<Range> order;
+  for (size_t k : {3, 0, 4, 1, 2}) {
+    for (uint64_t j = 0; j < 8; ++j) order.push_back(f.Sample(k, j));
+  }
+  reader->WillRead(order);
+  f.store->WaitForWaiting(2);
+  EXPECT_EQ(f.store->streams.load(), 2);  // read_ahead + 1 in flight, no more
+  f.store->OpenGate();
+  for (const Range& r : order) f.Check(*reader, r);
+  EXPECT_EQ(f.store->range_reads.load(), 0);
+  EXPECT_EQ(f.store->Streamed(),
+            (std::vector<std::string>{f.list[3].url, f.list[0].url, f.list[4].url, f.list[1].url,
+                                      f.list[2].url}));
+  EXPECT_EQ(reader->counters().stream_reads, 40u);
+}
+
+TEST(RemoteShardReader, MemoryBudgetBoundsTheReadAhead) {
+  Fixture f(4);
+  RemoteReadOptions o;
+  o.read_ahead = 8;
+  o.max_resident_bytes = 2 * f.shard_size;
+  auto reader = f.Make(o, ReadPattern::kShardStream);
+  f.store->CloseGate();
+  std::vector<Range> order;
+  for (size_t k = 0; k < 4; ++k) {
+    for (uint64_t j = 0; j < 8; ++j) order.push_back(f.Sample(k, j));
+  }
+  reader->WillRead(order);
+  f.store->WaitForWaiting(2);
+  EXPECT_EQ(f.store->streams.load(), 2);
+  f.store->OpenGate();
+  for (const Range& r : order) f.Check(*reader, r);
+  EXPECT_EQ(f.store->streams.load(), 4);  // each shard once: evicted only when read
+  // A shard larger than the budget is read sample by sample.
+  RemoteReadOptions small;
+  small.max_resident_bytes = f.shard_size / 2;
+  auto direct = f.Make(small, ReadPattern::kShardStream);
+  f.Check(*direct, f.Sample(2, 3));
+  EXPECT_EQ(f.store->range_reads.load(), 1);
+}
+
+TEST(RemoteShardReader, AFailedShardFailsItsSamplesWithTheStoresMessage) {
+  Fixture f(3);
+  f.store->FailUrlsContaining("s1.bin");
+  auto reader = f.Make({}, ReadPattern::kShardStream);
+  f.Check(*reader, f.Sample(0, 0));
+  for (uint64_t j = 0; j < 8; ++j) {
+    std::vector<uint8_t> out(f.shard_size / 8);
+    Status st = reader->Read(f.Sample(1, j), out.data());
+    ASSERT_FALSE(st.has_value());
+    EXPECT_EQ(st.error().code, ErrorCode::kIo);
+    EXPECT_NE(st.error().message.find("s1.bin"), std::string::npos) << st.error().message;
+    EXPECT_NE(st.error().message.find("HTTP 503"), std::string::npos) << st.error().message;
+  }
+  f.Check(*reader, f.Sample(2, 7));
+  EXPECT_EQ(f.store->streams.load(), 3);  // the failed shard is not re-streamed per sample
+
+  auto random = f.Make({}, ReadPattern::kRandom);
+  std::vector<uint8_t> out(f.shard_size / 8);
+  Status st = random->Read(f.Sample(1, 2), out.data());
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("HTTP 503"), std::string::npos);
+}
+
+TEST(RemoteShardReader, CancelWakesAReadWaitingOnAStream) {
+  Fixture f(2);
+  auto reader = f.Make({}, ReadPattern::kShardStream);
+  f.store->CloseGate();
+  Status result = Ok();
+  std::thread t([&] {
+    std::vector<uint8_t> out(f.shard_size / 8);
+    result = reader->Read(f.Sample(0, 0), out.data());
+  });
+  f.store->WaitForWaiting(1);
+  reader->Cancel();
+  t.join();
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().code, ErrorCode::kIo);
+  std::vector<uint8_t> out(f.shard_size / 8);
+  EXPECT_FALSE(reader->Read(f.Sample(1, 0), out.data()).has_value());  // fails fast
+}
+
+TEST(RemoteShardReader, WithACacheShardsAreDownloadedOnceAndThenHit) {
+  Fixture f(2);
+  TempDir cache_dir;
+  for (int round = 0; round < 2; ++round) {
+    auto cache = remote::ShardCache::Open(cache_dir.path().string(), 4 * f.shard_size);
+    ASSERT_TRUE(cache.has_value()) << cache.error().ToString();
+    RemoteReadOptions o;
+    o.cache = std::move(*cache);
+    auto reader = f.Make(o, ReadPattern::kRandom);  // a cache reads whole shards anyway
+    std::vector<Range> batch = {f.Sample(1, 2), f.Sample(0, 7), f.Sample(1, 5)};
+    reader->WillRead(batch);
+    for (const Range& r : batch) f.Check(*reader, r);
+    const remote::ShardCacheStats s = reader->cache_stats();
+    EXPECT_EQ(s.misses, round == 0 ? 2u : 0u);
+    EXPECT_EQ(s.hits, round == 0 ? 0u : 2u);
+    EXPECT_EQ(f.store->streams.load(), 2);  // downloads in the first round only
+    EXPECT_EQ(f.store->range_reads.load(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::runtime::tar
