@@ -80,8 +80,10 @@ def test_datasource_reads_local_batches(sray, ray_mod, train_plan):
 
 def test_datasource_resume_and_streaming_split(sray, ray_mod, eval_plan):
     want = local_batches(eval_plan, epoch=2)
-    state = {"epoch": 2, "position": 5 * 8, "spec_hash": eval_plan.spec_hash,
-             "delivered_ahead": [7, 9]}
+    # Batches 0-4, 7 and 9 of epoch 2 delivered, in the loader's own state form.
+    from sluice._ray_common import make_state
+    template = eval_plan.loader(threads=1).state_dict()
+    state = make_state(template, 2, 5, [7, 9], 8)
     src = sray.SluiceDatasource(eval_plan, state=state)
     todo = [k for k in range(5, len(want)) if k not in (7, 9)]
     assert src.batches == todo
@@ -177,8 +179,10 @@ def test_actor_resume_resize_and_local_interchange(sray, ray_mod, eval_plan):
     finally:
         a.shutdown()
     delivered = {b.index for b in first}
-    assert state["position"] // 8 == min(set(range(len(want))) - delivered)
-    assert set(state["delivered_ahead"]) == {k for k in delivered if k > state["position"] // 8}
+    from sluice._ray_common import state_batches
+    next_batch, ahead = state_batches(state, 8)
+    assert next_batch == min(set(range(len(want))) - delivered)
+    assert ahead == {k for k in delivered if k > next_batch}
     # Resume on 3 actors, resize to 1 mid-epoch: every other batch exactly once.
     b = sray.ActorLoader(eval_plan, num_actors=3)
     try:
