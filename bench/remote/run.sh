@@ -6,7 +6,7 @@
 #              IAM auth on, SigV4-signed requests);
 #   s3_slow_*  from the same server through the fault proxy, which delays 1% of
 #              requests (every 100th) by 1 s, with hedging on (auto: the
-#              observed p95) and off (remote.hedge_delay: 0).
+#              observed p95) and off (remote.hedge_delay_s: 0).
 # `order: shuffle` (one range request per sample, coalesced when neighbours)
 # for all, and `order: shard_shuffle` (whole shards streamed, read-ahead) for
 # local and s3. Contenders are interleaved round by round; bench/remote/
@@ -52,7 +52,7 @@ last=$(printf '%06d' $((nshards - 1)))
 # Plans: shuffle (hedging auto), shuffle with hedging off, shard_shuffle.
 spec=examples/imagenet_train_shards.yaml
 sed 's/^  order: shuffle/  order: shuffle/' "$spec" >"$WORK/shuffle.yaml"
-sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {hedge_delay: 0}/' "$spec" >"$WORK/nohedge.yaml"
+sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {hedge_delay_s: 0}/' "$spec" >"$WORK/nohedge.yaml"
 sed 's/^  order: shuffle/  order: shard_shuffle/' "$spec" >"$WORK/shard_shuffle.yaml"
 for p in shuffle nohedge shard_shuffle; do
   "$BUILD/sluice" compile "$WORK/$p.yaml" -o "$WORK/$p.plan" >&2
