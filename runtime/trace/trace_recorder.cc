@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 namespace sluice::runtime {
 namespace {
@@ -130,6 +132,37 @@ Result<uint64_t> TraceRecorder::Stop() {
   return dropped;
 }
 
+// Which of a track's events to write: all, except a sample's child spans
+// ("read", "decode", "kernel") that no "sample" span of the same index on the
+// same track encloses. The loader records a sample's children before the
+// sample span itself, so a sample cut off by StopTrace (or by a full buffer)
+// leaves children without a parent; they are not written.
+std::vector<bool> TraceRecorder::SpansWithParents(const Event* events, size_t n) {
+  auto is_child = [](const Event& e) {
+    return e.kind == Kind::kSpan && e.index != kNoIndex &&
+           (std::strcmp(e.name, "read") == 0 || std::strcmp(e.name, "decode") == 0 ||
+            std::strcmp(e.name, "kernel") == 0);
+  };
+  std::unordered_multimap<uint64_t, const Event*> samples;
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (e.kind == Kind::kSpan && std::strcmp(e.name, "sample") == 0) samples.emplace(e.index, &e);
+  }
+  std::vector<bool> keep(n, true);
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = events[i];
+    if (!is_child(e)) continue;
+    bool enclosed = false;
+    auto [lo, hi] = samples.equal_range(e.index);
+    for (auto it = lo; it != hi && !enclosed; ++it) {
+      const Event& p = *it->second;
+      enclosed = p.ts_ns <= e.ts_ns && e.ts_ns + e.dur_ns <= p.ts_ns + p.dur_ns;
+    }
+    keep[i] = enclosed;
+  }
+  return keep;
+}
+
 Status TraceRecorder::Write(uint64_t& dropped) {
   const int pid = static_cast<int>(::getpid());
   std::string out;
@@ -158,7 +191,9 @@ Status TraceRecorder::Write(uint64_t& dropped) {
     const size_t n = t.count.load(std::memory_order_acquire);
     dropped += t.dropped;
     dropped_json += (tr == 0 ? "" : ",") + std::to_string(t.dropped);
+    const std::vector<bool> keep = SpansWithParents(t.events.get(), n);
     for (size_t i = 0; i < n; ++i) {
+      if (!keep[i]) continue;
       const Event& e = t.events[i];
       const double ts = static_cast<double>(e.ts_ns - start_ns_) * 1e-3;
       out += ",\n{\"name\":\"";

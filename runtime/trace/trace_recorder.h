@@ -24,7 +24,8 @@
 // each other. Stop turns recording off, waits for any writer that is inside a
 // recording call (a few instructions; Dekker-style flag per track) and writes
 // the JSON file. Spans that began before Start or were still open at Stop are
-// not written.
+// not written, and neither are a sample's read/decode/kernel spans whose
+// "sample" span is not written (SpansWithParents): every child has its parent.
 #pragma once
 
 #include <atomic>
@@ -120,6 +121,7 @@ class TraceRecorder {
   }
   void Record(int track, const Event& e);
   Status Write(uint64_t& dropped);
+  static std::vector<bool> SpansWithParents(const Event* events, size_t n);
 
   std::function<std::string(uint64_t)> name_sample_;
   std::vector<Track> tracks_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -97,13 +98,43 @@ TEST(TraceRecorderTest, WritesSpansCountersAsyncAndThreadNames) {
   EXPECT_EQ(j["otherData"]["dropped_events"], 0);
 }
 
+TEST(TraceRecorderTest, ChildSpansWithoutTheirSampleSpanAreNotWritten) {
+  TraceRecorder trace(1, Name);
+  const fs::path path = TempFile("trace_orphans");
+  ASSERT_TRUE(trace.Start(path.string()));
+  const Clock::time_point t0 = Clock::now();
+  auto us = [&](int n) { return t0 + std::chrono::microseconds(n); };
+  const int w = TraceRecorder::kFirstWorkerTrack;
+  trace.Span(w, "read", us(0), us(2), 4);  // sample 4: children, then the sample
+  trace.Span(w, "decode", us(2), us(5), 4);
+  trace.Span(w, "sample", us(0), us(6), 4);
+  trace.Span(w, "read", us(7), us(9), 5);    // sample 5 cut off: no sample span
+  trace.Span(w, "read", us(10), us(12), 4);  // index 4 again, outside its span
+  ASSERT_TRUE(trace.Stop());
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  std::vector<std::string> written;  // name:index@microseconds after the sample began
+  double sample_ts = -1;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "sample") sample_ts = e["ts"].get<double>();
+  }
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      written.push_back(e["name"].get<std::string>() + ":" +
+                        std::to_string(e["args"]["index"].get<int>()) + "@" +
+                        std::to_string(std::lround(e["ts"].get<double>() - sample_ts)));
+    }
+  }
+  EXPECT_EQ(written, (std::vector<std::string>{"read:4@0", "decode:4@2", "sample:4@0"}));
+}
+
 TEST(TraceRecorderTest, FullTrackKeepsItsFirstEventsAndCountsTheRest) {
   TraceRecorder trace(1, Name);
   const fs::path path = TempFile("trace_full");
   ASSERT_TRUE(trace.Start(path.string(), 4));
   const Clock::time_point t0 = Clock::now();
   for (int i = 0; i < 10; ++i) {
-    trace.Span(TraceRecorder::kFirstWorkerTrack, "read", t0 + std::chrono::microseconds(i),
+    trace.Span(TraceRecorder::kFirstWorkerTrack, "sample", t0 + std::chrono::microseconds(i),
                t0 + std::chrono::microseconds(i + 1), static_cast<uint64_t>(i));
   }
   trace.Span(TraceRecorder::kConsumerTrack, "next", t0, t0);
@@ -114,7 +145,7 @@ TEST(TraceRecorderTest, FullTrackKeepsItsFirstEventsAndCountsTheRest) {
   fs::remove(path);
   std::vector<int> kept;
   for (const auto& e : j["traceEvents"]) {
-    if (e["ph"] == "X" && e["name"] == "read") kept.push_back(e["args"]["index"]);
+    if (e["ph"] == "X" && e["name"] == "sample") kept.push_back(e["args"]["index"]);
   }
   EXPECT_EQ(kept, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(j["otherData"]["dropped_events"], 6);
