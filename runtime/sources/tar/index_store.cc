@@ -22,38 +22,16 @@ namespace {
 
 constexpr char kLog[] = "tar_shards";  // the log lines' component (common/log.h)
 
-// How the selected shards line up with an index's shard table.
-struct Match {
-  std::vector<uint64_t> entry;
-  std::vector<std::string> stale;  // per shard: why its entry's size is wrong, or ""
-  bool any_stale = false;
-  int64_t missing = -1;  // the first shard the index does not list, or -1
-};
-
-Match MatchShards(const ShardIndex& index, const std::string& index_path,
-                  const std::vector<ShardFile>& shards) {
-  Match m;
+// The selected local shards as MatchShards looks them up: by their path
+// relative to the index's directory, then by their absolute path.
+std::vector<ShardLookup> LocalLookups(const std::string& index_path,
+                                      const std::vector<ShardFile>& shards) {
   const fs::path dir = fs::absolute(index_path).lexically_normal().parent_path();
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const std::string rel = fs::path(shards[i].absolute).lexically_relative(dir).string();
-    int64_t k = rel.empty() ? -1 : index.FindShard(rel);
-    if (k < 0) k = index.FindShard(shards[i].absolute);
-    if (k < 0) {
-      m.missing = static_cast<int64_t>(i);
-      return m;
-    }
-    m.entry.push_back(static_cast<uint64_t>(k));
-    const uint64_t listed = index.shard(static_cast<size_t>(k)).file_size;
-    std::string why;
-    if (listed != shards[i].size) {
-      why = "the shard is " + std::to_string(shards[i].size) + " bytes but the index '" +
-            index_path + "' lists " + std::to_string(listed) +
-            " bytes: it changed after it was indexed";
-      m.any_stale = true;
-    }
-    m.stale.push_back(std::move(why));
+  std::vector<ShardLookup> out;
+  for (const ShardFile& f : shards) {
+    out.push_back({fs::path(f.absolute).lexically_relative(dir).string(), f.absolute, f.size});
   }
-  return m;
+  return out;
 }
 
 // HASH of the cache file name: the shards' absolute paths, sizes and mtimes,
@@ -122,7 +100,7 @@ std::optional<ChosenIndex> TryIndex(const std::string& path, const std::vector<S
     return std::nullopt;
   }
   if (index->fingerprint() != mapping.Fingerprint()) return std::nullopt;
-  Match m = MatchShards(*index, path, shards);
+  ShardMatch m = MatchShards(*index, path, LocalLookups(path, shards));
   if (m.missing >= 0 || m.any_stale) return std::nullopt;
   ChosenIndex c{std::move(*index), std::move(m.entry), std::move(m.stale), path, false, {}};
   return c;
@@ -139,7 +117,7 @@ Result<ChosenIndex> Explicit(const std::vector<ShardFile>& shards, const FieldMa
                          "'",
                      "give the same image and label extensions, or drop `index:` to rebuild");
   }
-  Match m = MatchShards(*index, path, shards);
+  ShardMatch m = MatchShards(*index, path, LocalLookups(path, shards));
   if (m.missing >= 0) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "tar_shards: index '" + path + "' does not list shard '" +
@@ -150,6 +128,30 @@ Result<ChosenIndex> Explicit(const std::vector<ShardFile>& shards, const FieldMa
 }
 
 }  // namespace
+
+ShardMatch MatchShards(const ShardIndex& index, const std::string& index_name,
+                       const std::vector<ShardLookup>& shards) {
+  ShardMatch m;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    int64_t k = shards[i].relative.empty() ? -1 : index.FindShard(shards[i].relative);
+    if (k < 0) k = index.FindShard(shards[i].full);
+    if (k < 0) {
+      m.missing = static_cast<int64_t>(i);
+      return m;
+    }
+    m.entry.push_back(static_cast<uint64_t>(k));
+    const uint64_t listed = index.shard(static_cast<size_t>(k)).file_size;
+    std::string why;
+    if (listed != shards[i].size) {
+      why = "the shard is " + std::to_string(shards[i].size) + " bytes but the index '" +
+            index_name + "' lists " + std::to_string(listed) +
+            " bytes: it changed after it was indexed";
+      m.any_stale = true;
+    }
+    m.stale.push_back(std::move(why));
+  }
+  return m;
+}
 
 std::string ResolveCacheDir(const std::string& cache_dir) {
   if (!cache_dir.empty()) return cache_dir;
@@ -236,7 +238,8 @@ Result<ChosenIndex> OpenShardIndex(const std::vector<ShardFile>& shards,
   auto index =
       where.empty() ? ShardIndex::FromBytes(in_memory, "(in memory)") : ShardIndex::Load(where);
   if (!index) return std::unexpected(index.error());
-  Match m = MatchShards(*index, where.empty() ? "/(in memory)" : where, shards);
+  const std::string in = where.empty() ? "/(in memory)" : where;
+  ShardMatch m = MatchShards(*index, in, LocalLookups(in, shards));
   if (m.missing >= 0 || m.any_stale) {
     return MakeError(ErrorCode::kInternal, "tar_shards: the index just built does not match");
   }

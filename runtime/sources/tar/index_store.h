@@ -63,6 +63,26 @@ struct ChosenIndex {
 Result<ChosenIndex> OpenShardIndex(const std::vector<ShardFile>& shards,
                                    const FieldMapping& mapping, const IndexOptions& options);
 
+// How selected shards line up with an index's shard table (local and remote
+// sources alike).
+struct ShardMatch {
+  std::vector<uint64_t> entry;     // per shard: its shard in the index
+  std::vector<std::string> stale;  // per shard: why its entry's size is wrong, or ""
+  bool any_stale = false;
+  int64_t missing = -1;  // the first shard the index does not list, or -1
+};
+// One selected shard as the matcher sees it: the names to look it up by, in
+// order ("" = skip), and its current size.
+struct ShardLookup {
+  std::string relative;  // relative to the index's directory
+  std::string full;      // absolute path or URL
+  uint64_t size = 0;
+};
+// Stops at the first shard the index does not list. `index_name` is for
+// messages.
+ShardMatch MatchShards(const ShardIndex& index, const std::string& index_name,
+                       const std::vector<ShardLookup>& shards);
+
 // The cache directory (see above) for `cache_dir` ("" = from the environment).
 std::string ResolveCacheDir(const std::string& cache_dir);
 

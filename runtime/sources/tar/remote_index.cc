@@ -69,38 +69,16 @@ Result<ShardIndex> LoadIndex(ObjectStore& store, const std::string& url) {
   return ShardIndex::FromBytes(*bytes, RedactUrl(url));
 }
 
-struct Match {
-  std::vector<uint64_t> entry;
-  std::vector<std::string> stale;
-  bool any_stale = false;
-  int64_t missing = -1;
-};
-
-// Shards are looked up by their URL relative to `dir` ("" = only by URL).
-Match MatchShards(const ShardIndex& index, const std::string& index_name, const std::string& dir,
-                  const std::vector<ObjectInfo>& shards) {
-  Match m;
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const std::string& url = shards[i].url;
-    int64_t k = -1;
-    if (!dir.empty() && url.starts_with(dir + "/")) k = index.FindShard(url.substr(dir.size() + 1));
-    if (k < 0) k = index.FindShard(url);
-    if (k < 0) {
-      m.missing = static_cast<int64_t>(i);
-      return m;
-    }
-    m.entry.push_back(static_cast<uint64_t>(k));
-    const uint64_t listed = index.shard(static_cast<size_t>(k)).file_size;
-    std::string why;
-    if (listed != shards[i].size) {
-      why = "the shard is " + std::to_string(shards[i].size) + " bytes but the index '" +
-            index_name + "' lists " + std::to_string(listed) +
-            " bytes: it changed after it was indexed";
-      m.any_stale = true;
-    }
-    m.stale.push_back(std::move(why));
+// The selected remote shards as MatchShards looks them up: by their URL
+// relative to `dir` ("" = only by URL), then by URL.
+std::vector<ShardLookup> RemoteLookups(const std::string& dir,
+                                       const std::vector<ObjectInfo>& shards) {
+  std::vector<ShardLookup> out;
+  for (const ObjectInfo& s : shards) {
+    const bool under = !dir.empty() && s.url.starts_with(dir + "/");
+    out.push_back({under ? s.url.substr(dir.size() + 1) : "", s.url, s.size});
   }
-  return m;
+  return out;
 }
 
 std::string CacheKey(const std::vector<ObjectInfo>& shards, const FieldMapping& mapping) {
@@ -153,7 +131,7 @@ Result<ChosenIndex> Explicit(ObjectStore& store, const std::vector<ObjectInfo>& 
                          "'",
                      "give the same image and label extensions, or drop `index:` to rebuild");
   }
-  Match m = MatchShards(*index, RedactUrl(path), UrlDirectory(path), shards);
+  ShardMatch m = MatchShards(*index, RedactUrl(path), RemoteLookups(UrlDirectory(path), shards));
   if (m.missing >= 0) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "tar_shards: index '" + RedactUrl(path) + "' does not list shard '" +
@@ -169,7 +147,7 @@ std::optional<ChosenIndex> Usable(Result<ShardIndex> index, const std::string& n
                                   const std::string& dir, const std::vector<ObjectInfo>& shards,
                                   const FieldMapping& mapping) {
   if (!index || index->fingerprint() != mapping.Fingerprint()) return std::nullopt;
-  Match m = MatchShards(*index, name, dir, shards);
+  ShardMatch m = MatchShards(*index, name, RemoteLookups(dir, shards));
   if (m.missing >= 0 || m.any_stale) return std::nullopt;
   return ChosenIndex{std::move(*index), std::move(m.entry), std::move(m.stale), name, false, {}};
 }
@@ -288,7 +266,7 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
   auto index =
       where.empty() ? ShardIndex::FromBytes(w.Serialize(), "(in memory)") : ShardIndex::Load(where);
   if (!index) return std::unexpected(index.error());
-  Match m = MatchShards(*index, where, "", shards);
+  ShardMatch m = MatchShards(*index, where, RemoteLookups("", shards));
   if (m.missing >= 0 || m.any_stale) {
     return MakeError(ErrorCode::kInternal, "tar_shards: the index just built does not match");
   }
