@@ -74,6 +74,7 @@ Status LoaderCore::OpenInputs() {
                                   : Source::AccessPattern::kShardSequential);
   source_ = std::shared_ptr<const Source>(std::move(*source));
   hint_window_ = source_->ReadHintWindow();
+  wants_hints_ = source_->WantsReadHints();
   config_.sampler.num_samples = source_->size();
   if (config_.sampler.order == SampleOrder::kShardShuffle) {
     config_.sampler.shard_starts = source_->ShardStarts();
@@ -272,16 +273,15 @@ bool LoaderCore::ClaimBufferLocked() {
   buf.error_slot = -1;
   buf.bad.clear();
   fill_buffer_ = free;
-  HintReadsLocked();
+  if (wants_hints_) HintReadsLocked();
   return true;
 }
 
 void LoaderCore::HintReadsLocked() {
   // Announces the positions from this batch to hint_window_ past its end,
   // each once per epoch (a remote source plans its requests from them).
-  const uint64_t end =
-      std::min<uint64_t>(order_->size(),
-                         sched_pos_ + static_cast<uint64_t>(config_.batch_size) + hint_window_);
+  const uint64_t end = std::min<uint64_t>(
+      order_->size(), sched_pos_ + static_cast<uint64_t>(config_.batch_size) + hint_window_);
   const uint64_t first = std::max(hinted_until_, sched_pos_);
   if (first >= end) return;
   hint_scratch_.resize(end - first);

@@ -220,6 +220,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   uint64_t sched_pos_ = 0;           // next position to schedule
   uint64_t hinted_until_ = 0;        // positions before it were announced (WillRead)
   uint64_t hint_window_ = 0;         // Source::ReadHintWindow()
+  bool wants_hints_ = false;         // Source::WantsReadHints()
   std::vector<uint64_t> hint_scratch_;
   int fill_buffer_ = -1;
   uint64_t seg_batches_ = 0;   // batches of the current segment (order_)

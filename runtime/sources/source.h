@@ -64,6 +64,9 @@ class Source {
   // source is shared with readers.
   enum class AccessPattern { kRandomAccess, kShardSequential };
   virtual void SetAccessPattern(AccessPattern) {}
+  // Whether WillRead does anything: when false the loader announces nothing
+  // (local sources: no order lookups under the loader's lock for nothing).
+  virtual bool WantsReadHints() const { return false; }
   // Samples the loader should announce ahead of the batch it schedules
   // (WillRead); 0 = only each batch's own samples.
   virtual uint64_t ReadHintWindow() const { return 0; }

@@ -74,6 +74,7 @@ class TarShardSource final : public Source {
   // URL paths: the read pattern (runtime/sources/tar/remote_reader.h), hints,
   // cancellation and request counters. No-ops (nullopt) for local paths.
   void SetAccessPattern(AccessPattern pattern) override;
+  bool WantsReadHints() const override { return reader_ != nullptr; }
   uint64_t ReadHintWindow() const override;
   void WillRead(std::span<const uint64_t> indices) const override;
   void CancelReads() const override;
