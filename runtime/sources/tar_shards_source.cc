@@ -430,6 +430,8 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
     o.hedge_delay_s = number("hedge_delay_s", o.hedge_delay_s);
     o.max_connections = static_cast<int>(number("max_connections", o.max_connections));
   }
+  // Shuffled reads keep up to one planned request per pooled connection in flight.
+  options.read.prefetch_requests = options.remote.max_connections;
   if (const ParamValue* section = FindParam(params, "cache");
       section != nullptr && std::holds_alternative<ParamList>(section->value) &&
       remote::IsUrl(options.path)) {

@@ -24,6 +24,8 @@ struct RemoteShardReader::Group {
   enum State { kIdle, kLoading, kDone, kFailed } state = kIdle;
   std::vector<uint8_t> bytes;  // [offset, offset + length) once kDone
   int remaining = 0;           // members not yet read
+  bool coalesced = false;      // planned for two or more samples
+  bool queued = false;         // in prefetch_queue_ (once)
 };
 
 // A whole shard in memory (kShardStream).
@@ -47,6 +49,7 @@ RemoteShardReader::RemoteShardReader(std::shared_ptr<remote::ObjectStore> store,
       num_samples_(num_samples),
       options_(options) {
   options_.read_ahead = std::max(0, options_.read_ahead);
+  options_.prefetch_requests = std::clamp(options_.prefetch_requests, 0, 32);
   resident_.resize(shards_.size());
   pending_.assign(shards_.size(), 0);
   wanted_flag_.assign(shards_.size(), false);
@@ -55,6 +58,7 @@ RemoteShardReader::RemoteShardReader(std::shared_ptr<remote::ObjectStore> store,
 RemoteShardReader::~RemoteShardReader() {
   Cancel();
   for (std::thread& t : fetchers_) t.join();
+  for (std::thread& t : prefetchers_) t.join();
 }
 
 void RemoteShardReader::SetPattern(ReadPattern pattern) {
@@ -80,6 +84,7 @@ void RemoteShardReader::Cancel() {
   }
   ready_.notify_all();
   work_.notify_all();
+  prefetch_work_.notify_all();
   store_->Cancel();
 }
 
@@ -108,6 +113,11 @@ void RemoteShardReader::WillRead(std::span<const Range> ranges) {
   std::lock_guard lock(mutex_);
   if (cancelled_) return;
   if (!whole_shards_) {
+    if (prefetchers_.empty()) {
+      for (int i = 0; i < options_.prefetch_requests; ++i) {
+        prefetchers_.emplace_back([this] { PrefetchLoop(); });
+      }
+    }
     PlanLocked(ranges);
     return;
   }
@@ -134,6 +144,12 @@ void RemoteShardReader::DropGroupLocked(const std::shared_ptr<Group>& g) {
   if (it != groups_.end()) {
     groups_.erase(it);
     planned_bytes_ -= g->length;
+  }
+  // Readers copy under the lock, so only a request in flight still uses the
+  // bytes: keep the buffer for a later group otherwise.
+  if (g->state != Group::kLoading && g->bytes.capacity() > 0 && spare_buffers_.size() < 64) {
+    spare_buffers_.push_back(std::move(g->bytes));
+    g->bytes = {};
   }
 }
 
@@ -163,7 +179,7 @@ void RemoteShardReader::PlanLocked(std::span<const Range> ranges) {
       if (n.index != todo[j - 1]->index) ++distinct;
       end = n_end;
     }
-    if (distinct >= 2) {
+    if (distinct >= 2 || options_.prefetch_requests > 0) {
       const uint64_t length = end - begin;
       while (planned_bytes_ + length > options_.coalesce_budget && !groups_.empty() &&
              groups_.front()->state != Group::kLoading) {
@@ -178,12 +194,22 @@ void RemoteShardReader::PlanLocked(std::span<const Range> ranges) {
           if (planned_.emplace(todo[k]->index, g).second) g->members.push_back(todo[k]->index);
         }
         g->remaining = static_cast<int>(g->members.size());
+        g->coalesced = g->remaining >= 2;
         groups_.push_back(g);
         planned_bytes_ += length;
       }
     }
     i = j;
   }
+  if (options_.prefetch_requests == 0) return;
+  // Requests start in the order the loader will read their first sample.
+  for (const Range& r : ranges) {
+    auto it = planned_.find(r.index);
+    if (it == planned_.end() || it->second->queued) continue;
+    it->second->queued = true;
+    prefetch_queue_.push_back(it->second);
+  }
+  prefetch_work_.notify_all();
 }
 
 Status RemoteShardReader::ReadRandom(const Range& r, uint8_t* out) {
@@ -198,23 +224,52 @@ Status RemoteShardReader::ReadRandom(const Range& r, uint8_t* out) {
   std::erase(g->members, r.index);
   if (g->state == Group::kIdle) {
     g->state = Group::kLoading;
-    ++counters_.coalesced_requests;
-    lock.unlock();
-    g->bytes.resize(g->length);
-    Status st = store_->ReadRange(shards_[g->shard].url, g->offset, g->length, g->bytes.data());
-    lock.lock();
-    g->state = st ? Group::kDone : Group::kFailed;
-    ready_.notify_all();
+    LoadGroup(g, lock);
   }
   ready_.wait(lock, [&] { return g->state != Group::kLoading || cancelled_; });
   const bool done = g->state == Group::kDone;
-  if (done) ++counters_.coalesced_samples;
+  if (done && g->coalesced) ++counters_.coalesced_samples;
+  if (done) {
+    // Under the lock: the buffer is recycled once the group is dropped.
+    std::memcpy(out, g->bytes.data() + (r.offset - g->offset), r.length);
+  }
   if (--g->remaining <= 0 || !done) DropGroupLocked(g);
   if (g->state == Group::kLoading) return CancelledError();
   lock.unlock();
   if (!done) return ReadDirect(r, out);  // the sample's own request gives its own error
-  std::memcpy(out, g->bytes.data() + (r.offset - g->offset), r.length);
   return Ok();
+}
+
+void RemoteShardReader::LoadGroup(const std::shared_ptr<Group>& g,
+                                  std::unique_lock<std::mutex>& lock) {
+  if (g->coalesced) ++counters_.coalesced_requests;
+  std::vector<uint8_t> bytes;
+  if (!spare_buffers_.empty()) {
+    bytes = std::move(spare_buffers_.back());
+    spare_buffers_.pop_back();
+  }
+  lock.unlock();
+  bytes.resize(g->length);
+  Status st = store_->ReadRange(shards_[g->shard].url, g->offset, g->length, bytes.data());
+  lock.lock();
+  g->bytes = std::move(bytes);
+  g->state = st ? Group::kDone : Group::kFailed;
+  ready_.notify_all();
+}
+
+void RemoteShardReader::PrefetchLoop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    prefetch_work_.wait(lock, [&] { return cancelled_ || !prefetch_queue_.empty(); });
+    if (cancelled_) return;
+    std::shared_ptr<Group> g = prefetch_queue_.front().lock();
+    prefetch_queue_.pop_front();
+    // Dropped (expired or no members left) or already requested by a Read.
+    if (g == nullptr || g->state != Group::kIdle || g->members.empty()) continue;
+    g->state = Group::kLoading;
+    ++counters_.prefetched_requests;
+    LoadGroup(g, lock);
+  }
 }
 
 // ---- kShardStream: whole shards with read-ahead ----

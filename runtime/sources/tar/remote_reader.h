@@ -6,12 +6,17 @@
 // data, located by the index). The loader announces the samples it is about
 // to read (WillRead: each batch's indices when the batch is scheduled); the
 // samples of one shard that lie close together (gaps <= coalesce_gap, one
-// range <= coalesce_max) are planned as one coalesced range request. The
-// first Read of a planned sample issues the request; the others take their
-// bytes from it (waiting while it is in flight). Planned ranges hold at most
+// range <= coalesce_max) are planned as one coalesced range request, and a
+// sample without a neighbour as a request of its own. `prefetch_requests`
+// threads issue the planned requests in announcement order, ahead of the
+// workers, so that a Read usually finds its bytes in memory instead of
+// waiting one round trip; a Read whose request has not started issues it
+// itself, and one whose request is in flight waits for it. Planned ranges
+// (requested or not, until all their samples are read) hold at most
 // coalesce_budget bytes: when a new plan would exceed it, the oldest ranges
-// not in flight are dropped (their samples are read alone). Samples without
-// a neighbour are read alone.
+// not in flight are dropped (their samples are read alone). With
+// prefetch_requests = 0 only coalesced ranges are planned and nothing is
+// requested before its first Read. Samples never announced are read alone.
 //
 // kShardStream (order: shard_shuffle, sequential): whole shards are streamed
 // (ObjectStore::Stream) into memory by `read_ahead + 1` fetch threads. The
@@ -58,6 +63,9 @@ struct RemoteReadOptions {
   uint64_t coalesce_gap = 64 << 10;
   uint64_t coalesce_max = 8 << 20;
   uint64_t coalesce_budget = 64 << 20;
+  // kRandom: planned range requests issued ahead of the reads, at most this
+  // many at once (at most 32; tar_shards sets it to remote.max_connections).
+  int prefetch_requests = 8;
   // A local cache of whole shards (`cache: {dir, max_bytes}`), or null. With a
   // cache every pattern reads whole shards through it (kShardStream's
   // machinery, the shard acquired from the cache or downloaded into it by a
@@ -68,11 +76,12 @@ struct RemoteReadOptions {
 
 // What the reader did (cumulative).
 struct RemoteReadCounters {
-  uint64_t coalesced_requests = 0;  // range requests that served several samples
-  uint64_t coalesced_samples = 0;   // samples read from such a request
-  uint64_t direct_reads = 0;        // samples read with their own range request
-  uint64_t shards_streamed = 0;     // whole-shard streams started
-  uint64_t stream_reads = 0;        // samples read from a streamed shard
+  uint64_t coalesced_requests = 0;   // range requests that served several samples
+  uint64_t coalesced_samples = 0;    // samples read from such a request
+  uint64_t direct_reads = 0;         // samples read with their own range request
+  uint64_t prefetched_requests = 0;  // planned requests issued ahead of their first Read
+  uint64_t shards_streamed = 0;      // whole-shard streams started
+  uint64_t stream_reads = 0;         // samples read from a streamed shard
 };
 
 class RemoteShardReader {
@@ -131,6 +140,11 @@ class RemoteShardReader {
   // have announced reads. False when not possible.
   bool MakeRoomLocked(uint64_t bytes, bool force);
   void ScheduleLocked();
+  // kRandom: loads planned groups in announcement order (a prefetch thread).
+  void PrefetchLoop();
+  // Issues g's request (the caller set g->state to kLoading) and publishes
+  // the outcome; `lock` is released while the request runs.
+  void LoadGroup(const std::shared_ptr<Group>& g, std::unique_lock<std::mutex>& lock);
   std::shared_ptr<Resident> StartFetchLocked(size_t shard, bool urgent);
   void FetchLoop();
   void Fetch(const std::shared_ptr<Resident>& r);
@@ -151,6 +165,10 @@ class RemoteShardReader {
   std::unordered_map<uint64_t, std::shared_ptr<Group>> planned_;
   std::deque<std::shared_ptr<Group>> groups_;
   uint64_t planned_bytes_ = 0;
+  std::deque<std::weak_ptr<Group>> prefetch_queue_;  // planned, not yet requested
+  std::condition_variable prefetch_work_;            // prefetch_queue_ grew
+  std::vector<std::thread> prefetchers_;
+  std::vector<std::vector<uint8_t>> spare_buffers_;  // dropped groups' bytes, reused
   // kShardStream.
   std::vector<std::shared_ptr<Resident>> resident_;  // per shard, or null
   std::vector<int64_t> pending_;                     // announced reads not yet done

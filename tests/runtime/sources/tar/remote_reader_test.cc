@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -55,9 +56,19 @@ struct Fixture {
   std::shared_ptr<CountingStore> store = std::make_shared<CountingStore>();
 };
 
+// Waits (bounded) until `store` has served `n` range reads.
+bool WaitForRangeReads(const CountingStore& store, int n) {
+  for (int i = 0; i < 10000 && store.range_reads.load() < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return store.range_reads.load() >= n;
+}
+
 TEST(RemoteShardReader, CoalescesAnnouncedNeighboursIntoOneRequest) {
   Fixture f(2);
-  auto reader = f.Make({}, ReadPattern::kRandom);
+  RemoteReadOptions on_demand;
+  on_demand.prefetch_requests = 0;  // requests start at the first Read
+  auto reader = f.Make(on_demand, ReadPattern::kRandom);
   // Samples 1, 2, 3 of shard 0 are neighbours; 0-5 of shard 1 is a single.
   std::vector<Range> batch = {f.Sample(0, 3), f.Sample(1, 5), f.Sample(0, 1), f.Sample(0, 2)};
   reader->WillRead(batch);
@@ -75,6 +86,7 @@ TEST(RemoteShardReader, CoalescesAnnouncedNeighboursIntoOneRequest) {
 TEST(RemoteShardReader, CoalescingRespectsGapLengthAndBudget) {
   Fixture f(1);
   RemoteReadOptions o;
+  o.prefetch_requests = 0;
   o.coalesce_gap = 0;                       // only touching ranges
   o.coalesce_max = 3 * (f.shard_size / 8);  // at most three samples per request
   auto reader = f.Make(o, ReadPattern::kRandom);
@@ -88,12 +100,52 @@ TEST(RemoteShardReader, CoalescingRespectsGapLengthAndBudget) {
   Fixture g(1);
   RemoteReadOptions tiny;
   tiny.coalesce_budget = g.shard_size / 8;
+  tiny.prefetch_requests = 0;
   auto alone = g.Make(tiny, ReadPattern::kRandom);
   std::vector<Range> two = {g.Sample(0, 0), g.Sample(0, 1)};
   alone->WillRead(two);
   for (const Range& r : two) g.Check(*alone, r);
   EXPECT_EQ(g.store->range_reads.load(), 2);
   EXPECT_EQ(alone->counters().coalesced_requests, 0u);
+}
+
+TEST(RemoteShardReader, PrefetchesAnnouncedRequestsBeforeTheirReads) {
+  Fixture f(2);
+  RemoteReadOptions o;
+  o.prefetch_requests = 3;
+  o.coalesce_gap = 0;  // only touching samples coalesce
+  auto reader = f.Make(o, ReadPattern::kRandom);
+  // One coalesced request (shard 0, samples 1-3) and three singles.
+  std::vector<Range> batch = {f.Sample(1, 0), f.Sample(0, 3), f.Sample(1, 4),
+                              f.Sample(0, 1), f.Sample(0, 2), f.Sample(1, 7)};
+  reader->WillRead(batch);
+  // Every planned request is issued without any Read.
+  ASSERT_TRUE(WaitForRangeReads(*f.store, 4));
+  for (const Range& r : batch) f.Check(*reader, r);
+  EXPECT_EQ(f.store->range_reads.load(), 4);  // the reads found their bytes
+  const RemoteReadCounters c = reader->counters();
+  EXPECT_EQ(c.prefetched_requests, 4u);
+  EXPECT_EQ(c.coalesced_requests, 1u);
+  EXPECT_EQ(c.coalesced_samples, 3u);
+  EXPECT_EQ(c.direct_reads, 0u);
+  // Announced again later: planned and fetched again (nothing stays behind).
+  reader->WillRead(std::span(batch).first(1));
+  ASSERT_TRUE(WaitForRangeReads(*f.store, 5));
+  f.Check(*reader, batch[0]);
+  EXPECT_EQ(f.store->range_reads.load(), 5);
+}
+
+TEST(RemoteShardReader, APrefetchedRequestThatFailsGivesItsSampleTheStoresError) {
+  Fixture f(2);
+  f.store->FailUrlsContaining("s1.bin");
+  auto reader = f.Make({}, ReadPattern::kRandom);
+  std::vector<Range> batch = {f.Sample(1, 2), f.Sample(0, 5)};
+  reader->WillRead(batch);
+  ASSERT_TRUE(WaitForRangeReads(*f.store, 2));
+  Status failed = reader->Read(batch[0], std::vector<uint8_t>(batch[0].length).data());
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_NE(failed.error().message.find("s1.bin"), std::string::npos) << failed.error().ToString();
+  f.Check(*reader, batch[1]);
 }
 
 TEST(RemoteShardReader, StreamsAnnouncedShardsWithBoundedReadAhead) {
