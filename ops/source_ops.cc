@@ -46,7 +46,8 @@ std::vector<ParamDef> RemoteFields() {
                .default_value = VFloat(-1.0)},
       ParamDef{.name = "max_connections",
                .type = ParamType::kInt,
-               .doc = "Keep-alive connections kept in the pool.",
+               .doc = "Keep-alive connections kept in the pool; with order: shuffle, also the "
+                      "range requests prefetched at once (at most 32).",
                .default_value = VInt(16),
                .min = 1.0},
   };

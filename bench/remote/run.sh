@@ -2,21 +2,26 @@
 # Remote shards (issue 16 item 5): the ImageNet train spec
 # (examples/imagenet_train_shards.yaml) over the same `sluice pack` shards read
 #   local      from the local directory;
-#   s3         from moto's S3 server on loopback (tests/remote/fixtures/serve.py,
-#              IAM auth on, SigV4-signed requests);
-#   s3_slow_*  from the same server through the fault proxy, which delays 1% of
-#              requests (every 100th) by 1 s, with hedging on (auto: the
-#              observed p95) and off (remote.hedge_delay_s: 0).
-# `order: shuffle` (one range request per sample, coalesced when neighbours)
-# for all, and `order: shard_shuffle` (whole shards streamed, read-ahead) for
-# local and s3. Contenders are interleaved round by round; bench/remote/
-# summarize.py prints medians and same-run ratios. A benchmark, not a test.
+#   s3         as s3:// URLs (SigV4-signed, path-style requests) from nginx on
+#              loopback (bench/remote/nginx.conf.in), serving the objects as
+#              an S3 endpoint serves GET and HEAD (signatures not checked);
+#   s3_slow_*  the same through a second nginx server that delays a random 1%
+#              of requests by 1 s, with hedging on (auto: the observed p95)
+#              and off (remote.hedge_delay_s: 0);
+#   moto_*     from moto's S3 server (tests/remote/fixtures/serve.py, IAM auth
+#              on: signatures checked), which is Python and answers only
+#              ~100-200 requests/s here. MOTO=0 leaves these rows out.
+# `order: shuffle` (one range request per sample, coalesced when neighbours,
+# prefetched) and `order: shard_shuffle` (whole shards streamed, read-ahead).
+# Contenders are interleaved round by round; bench/remote/summarize.py prints
+# medians and same-run ratios. A benchmark, not a test. Needs nginx and its
+# echo module: apt-get install nginx-light libnginx-mod-http-echo.
 #
 #   bench/remote/run.sh [--no-build]
 #
 # Environment: BUILD [build-bench], THREADS [nproc], WARMUP [2], BATCHES [16],
 #   IMAGES [(WARMUP+BATCHES+1)*256], SHARD_SIZE [32MB], ROUNDS [3], SEED [1],
-#   LOG [$BUILD/remote/results.log]
+#   MOTO [1], LOG [$BUILD/remote/results.log]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -29,6 +34,7 @@ IMAGES="${IMAGES:-$(((WARMUP + BATCHES + 1) * 256))}"
 SHARD_SIZE="${SHARD_SIZE:-32MB}"
 ROUNDS="${ROUNDS:-3}"
 SEED="${SEED:-1}"
+MOTO="${MOTO:-1}"
 WORK="$BUILD/remote"
 LOG="${LOG:-$WORK/results.log}"
 SERVE=tests/remote/fixtures/serve.py
@@ -58,9 +64,20 @@ for p in shuffle nohedge shard_shuffle; do
   "$BUILD/sluice" compile "$WORK/$p.yaml" -o "$WORK/$p.plan" >&2
 done
 
-# Servers: each exits when its stdin (a `sleep` pipe) closes.
+for tool in nginx /usr/lib/nginx/modules/ngx_http_echo_module.so; do
+  if ! command -v "$tool" >/dev/null && [[ ! -e "$tool" ]]; then
+    echo "bench/remote: needs nginx and its echo module: apt-get install nginx-light libnginx-mod-http-echo" >&2
+    exit 1
+  fi
+done
+
+# Servers: each exits when its stdin (a `sleep` pipe) closes, or is killed.
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; }
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  if [[ -s "$WORK/nginx/nginx.pid" ]]; then kill "$(cat "$WORK/nginx/nginx.pid")" 2>/dev/null || true; fi
+  return 0
+}
 trap cleanup EXIT
 start() {  # name args... -> $WORK/name.json holds the server's JSON line
   rm -f "$WORK/$1.json"
@@ -74,24 +91,48 @@ start() {  # name args... -> $WORK/name.json holds the server's JSON line
   exit 1
 }
 field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
-start s3 s3 --root "$WORK/shards" --bucket bench
-s3_port=$(field "$WORK/s3.json" port)
-start proxy proxy --upstream "$s3_port" --fault delay:100:50 --delay-s 1
-proxy_port=$(field "$WORK/proxy.json" port)
-export AWS_ACCESS_KEY_ID="$(field "$WORK/s3.json" access_key)"
-export AWS_SECRET_ACCESS_KEY="$(field "$WORK/s3.json" secret_key)"
-export AWS_REGION="$(field "$WORK/s3.json" region)"
+free_port() { /usr/bin/python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
+
+# nginx: bucket "bench" = the shard directory; one server as is, one that
+# sleeps 1 s before serving a random 1% of requests (split_clients on the
+# request id; the echo module's echo_sleep, then the file as usual).
+ng="$(cd "$WORK" && pwd)/nginx"
+rm -rf "$ng" && mkdir -p "$ng/root" "$ng/tmp"
+ln -s "$(cd "$WORK/shards" && pwd)" "$ng/root/bench"
+nginx_port=$(free_port)
+slow_port=$(free_port)
+sed -e "s|@NG@|$ng|g" -e "s|@PORT@|$nginx_port|g" -e "s|@SLOW_PORT@|$slow_port|g" \
+  bench/remote/nginx.conf.in >"$ng/nginx.conf"
+nginx -c "$ng/nginx.conf" -e "$ng/error.log" &
+pids+=($!)
+for _ in $(seq 100); do
+  /usr/bin/python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',int(sys.argv[1])),1)" "$slow_port" 2>/dev/null && break
+  sleep 0.1
+done
+
+if [[ "$MOTO" == 1 ]]; then
+  start s3 s3 --root "$WORK/shards" --bucket bench
+  moto_port=$(field "$WORK/s3.json" port)
+  export AWS_ACCESS_KEY_ID="$(field "$WORK/s3.json" access_key)"
+  export AWS_SECRET_ACCESS_KEY="$(field "$WORK/s3.json" secret_key)"
+  export AWS_REGION="$(field "$WORK/s3.json" region)"
+else
+  export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-east-1
+fi
 url="s3://bench/shard-{000000..$last}.tar"
 
 # name plan data endpoint-port
 CONTENDERS=(
   "local_shuffle shuffle $WORK/shards -"
-  "s3_shuffle shuffle $url $s3_port"
-  "s3_slow_hedge shuffle $url $proxy_port"
-  "s3_slow_nohedge nohedge $url $proxy_port"
+  "s3_shuffle shuffle $url $nginx_port"
+  "s3_slow_hedge shuffle $url $slow_port"
+  "s3_slow_nohedge nohedge $url $slow_port"
   "local_shard_shuffle shard_shuffle $WORK/shards -"
-  "s3_shard_shuffle shard_shuffle $url $s3_port"
+  "s3_shard_shuffle shard_shuffle $url $nginx_port"
 )
+if [[ "$MOTO" == 1 ]]; then
+  CONTENDERS+=("moto_shuffle shuffle $url $moto_port" "moto_shard_shuffle shard_shuffle $url $moto_port")
+fi
 {
   echo "# $(date -u +%FT%TZ) $(uname -srm); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "# threads=$THREADS images=$IMAGES shards=$nshards shard_size=$SHARD_SIZE rounds=$ROUNDS batches=$BATCHES warmup=$WARMUP"
