@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string_view>
 
 #include "runtime/remote/curl_engine.h"
 #include "runtime/remote/http_request.h"
@@ -215,7 +216,11 @@ Status HttpStore::WithRetries(const Target& t, const char* verb, Clock::time_poi
     if (last.timeout) ++timeouts_;
     if (last.kind == Outcome::Kind::kOk) return Ok();
     if (last.kind == Outcome::Kind::kFail) {
-      ++failures_;
+      // A HEAD told "404" answered its question (is the object there?), as
+      // for the optional index and manifest: not a failure of the store.
+      const bool absent =
+          last.error.code == ErrorCode::kNotFound && std::string_view(verb) == "HEAD";
+      if (!absent) ++failures_;
       return std::unexpected(std::move(last.error));
     }
     if (cancelled_.load()) return CancelledError(t, verb);

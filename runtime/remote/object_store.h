@@ -57,7 +57,7 @@ struct RequestStats {
   uint64_t hedges = 0;         // hedge requests started
   uint64_t hedge_wins = 0;     // calls answered by the hedge
   uint64_t timeouts = 0;       // attempts that hit a timeout
-  uint64_t failures = 0;       // calls that returned an error
+  uint64_t failures = 0;       // calls that returned an error (a Stat of an absent object is not one)
   double latency_p50_s = 0;    // per successful call, over a recent window
   double latency_p99_s = 0;
 };
