@@ -5,7 +5,7 @@ of medians to the folder in the same cache state, images per CPU-second
 (user + system time: what each image costs, less disturbed by machine load)
 and its ratio, and the largest peak RSS;
 then issue 15's targets (shards >= 1.15x the folder warm, and more than that
-cold).
+cold: evicted, and on the slowfs mount when run.sh ran with STORAGE=slowfs).
 
     bench/shards/summarize.py build-bench/shards/results.log
     bench/shards/summarize.py --first-batch build-bench/scale/results.log   (scale.sh)
@@ -50,7 +50,7 @@ def main():
            for k, v in runs.items() if all("cpu_s" in r for r in v)}
     print("| contender | cache | images/s (median) | range | vs folder | images per CPU-s (median) | vs folder | peak RSS |")
     print("|---|---|---|---|---|---|---|---|")
-    for cache in ["warm", "cold"]:
+    for cache in ["warm", "cold", "slowfs"]:
         for name in ["folder", "shards", "shards512"]:
             key = f"{name}_{cache}"
             if key not in runs:
@@ -65,7 +65,7 @@ def main():
             print(f"| {name} | {cache} | {med[key]:.1f} | {min(rates):.1f}-{max(rates):.1f} "
                   f"| {ratio} | {c} | {cratio} | {rss:.0f} MB |")
     print()
-    for cache, target in [("warm", 1.15), ("cold", None)]:
+    for cache, target in [("warm", 1.15), ("cold", None), ("slowfs", None)]:
         base = med.get(f"folder_{cache}")
         shards = med.get(f"shards_{cache}")
         if base and shards:
