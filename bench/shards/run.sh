@@ -82,14 +82,15 @@ run() {  # name plan data cache
 slow_mount() {  # fresh slowfs mount of $WORK on $MNT
   mkdir -p "$MNT"
   /usr/bin/python3 bench/shards/slowfs.py "$WORK" "$MNT" --open-ms "$SLOW_OPEN_MS" \
-    --read-ms "$SLOW_READ_MS" --mbps "$SLOW_MBPS" &
+    --read-ms "$SLOW_READ_MS" --mbps "$SLOW_MBPS" >"$BUILD/.slowfs.out" &
   for ((i = 0; i < 100; ++i)); do mountpoint -q "$MNT" && return 0; sleep 0.05; done
   echo "slowfs did not mount on $MNT" >&2
   return 1
 }
-slow_umount() {
+slow_umount() {  # name: logs the daemon's request counts and CPU time
   umount "$MNT"
   wait
+  sed "s/^SLOWFS /SLOWFS $1 /" "$BUILD/.slowfs.out" | tee -a "$LOG" >&2
 }
 trap 'mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"' EXIT
 {
@@ -119,7 +120,7 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     /usr/bin/python3 bench/shards/evict.py "$files" | tee -a "$LOG" >&2
     slow_mount
     run "$name" "$plan" "$MNT/${data#"$WORK"/}" slowfs
-    slow_umount
+    slow_umount "$name"
   done
 done
 /usr/bin/python3 bench/shards/summarize.py "$LOG"

@@ -25,15 +25,17 @@ run.sh makes each slow run cold. Kernel read-ahead applies (requests of up to
 many small files pays one open and at least one read per file.
 
 Runs in the foreground until the mount point is unmounted (run.sh starts it
-in the background, polls `mountpoint -q`, and unmounts it after each run).
+in the background, polls `mountpoint -q`, and unmounts it after each run),
+then prints "SLOWFS opens=N reads=N read_mb=X daemon_cpu_s=S": the requests it
+served and its own CPU time (user + system), which the loader's cpu_s omits.
 Needs /dev/fuse, root (or fusermount) and Debian's python3-fusepy (module
-`fusepy`; PyPI's fusepy names it `fuse`). The daemon's own CPU time (Python,
-one FUSE request at a time per thread) is not in the loader's cpu_s.
+`fusepy`; PyPI's fusepy names it `fuse`).
 """
 
 import argparse
 import errno
 import os
+import resource
 import threading
 import time
 
@@ -55,6 +57,7 @@ class SlowFs(fuse.Operations):
         self.bytes_per_s = bytes_per_s
         self.link_lock = threading.Lock()
         self.link_free_at = 0.0  # monotonic time at which the link is idle
+        self.opens = self.reads = self.read_bytes = 0  # counted under link_lock
 
     def _full(self, path):
         return os.path.join(self.root, path.lstrip("/"))
@@ -81,7 +84,10 @@ class SlowFs(fuse.Operations):
         if flags & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_TRUNC):
             raise fuse.FuseOSError(errno.EROFS)
         time.sleep(self.open_s)
-        return os.open(self._full(path), os.O_RDONLY)
+        fd = os.open(self._full(path), os.O_RDONLY)
+        with self.link_lock:
+            self.opens += 1
+        return fd
 
     def read(self, path, size, offset, fh):
         data = os.pread(fh, size, offset)
@@ -90,6 +96,8 @@ class SlowFs(fuse.Operations):
             start = max(now, self.link_free_at)
             self.link_free_at = start + len(data) / self.bytes_per_s
             done = self.link_free_at
+            self.reads += 1
+            self.read_bytes += len(data)
         time.sleep(max(0.0, done - now) + self.read_s)
         return data
 
@@ -116,6 +124,9 @@ def main():
     # foreground: run.sh owns the process (starts it with &, stops it by unmounting).
     fuse.FUSE(fs, args.mountpoint, foreground=True, nothreads=False, ro=True,
               fsname="slowfs", default_permissions=True)
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"SLOWFS opens={fs.opens} reads={fs.reads} read_mb={fs.read_bytes / 1e6:.1f} "
+          f"daemon_cpu_s={cpu.ru_utime + cpu.ru_stime:.3f}", flush=True)
 
 
 if __name__ == "__main__":

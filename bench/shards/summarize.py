@@ -33,6 +33,19 @@ def first_batch(path):
               f"| {statistics.median(rss):.0f} |")
 
 
+def slowfs_counts(path):
+    """Medians of run.sh's "SLOWFS NAME opens=.. reads=.. read_mb=.. daemon_cpu_s=.." lines."""
+    seen = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 2 and parts[0] == "SLOWFS":
+                fields = dict(p.split("=", 1) for p in parts[2:])
+                for k, v in fields.items():
+                    seen.setdefault(parts[1], {}).setdefault(k, []).append(float(v))
+    return {n: {k: statistics.median(v) for k, v in c.items()} for n, c in seen.items()}
+
+
 def main():
     if sys.argv[1] == "--first-batch":
         first_batch(sys.argv[2])
@@ -64,6 +77,12 @@ def main():
             cratio = f"{cpu[key] / cbase:.2f}x" if key in cpu and cbase else "-"
             print(f"| {name} | {cache} | {med[key]:.1f} | {min(rates):.1f}-{max(rates):.1f} "
                   f"| {ratio} | {c} | {cratio} | {rss:.0f} MB |")
+    slow = slowfs_counts(sys.argv[1])
+    if slow:
+        print("\nslowfs daemon per run (medians): "
+              + "; ".join(f"{n}: {c['opens']:.0f} opens, {c['reads']:.0f} reads, "
+                          f"{c['read_mb']:.0f} MB, {c['daemon_cpu_s']:.2f} CPU-s"
+                          for n, c in slow.items()))
     print()
     for cache, target in [("warm", 1.15), ("cold", None), ("slowfs", None)]:
         base = med.get(f"folder_{cache}")
