@@ -23,7 +23,9 @@
 # request and shares one SLOW_MBPS link among all reads (a network file system
 # or cold disk). The mount is made fresh for each run (and its backing files
 # evicted as above), so the run starts with no cached page, entry or attribute.
-# Needs /dev/fuse, root and python3-fusepy.
+# Slow runs add a fourth contender, shards_ss: the shards with
+# `order: shard_shuffle` and a 1024-sample buffer. Needs /dev/fuse, root and
+# python3-fusepy.
 #
 # Environment: BUILD [build-bench], THREADS [nproc], WARMUP [2], BATCHES [8],
 #   IMAGES [(WARMUP+BATCHES+1)*256], CLASSES [10], SEED [1], ROUNDS [3],
@@ -68,6 +70,12 @@ if [[ "$(cat "$WORK/.params" 2>/dev/null)" != "$STAMP" ]]; then
 fi
 "$BUILD/sluice" compile examples/imagenet_train.yaml -o "$WORK/folder.plan" >&2
 "$BUILD/sluice" compile examples/imagenet_train_shards.yaml -o "$WORK/shards.plan" >&2
+# The same shards read with `order: shard_shuffle` (sequential within a shard,
+# mixed through a buffer): the order docs/datasets.md advises for slow storage.
+sed 's/^  order: shuffle$/  order: shard_shuffle\n  shuffle_buffer: 1024/' \
+  examples/imagenet_train_shards.yaml >"$WORK/shards_ss.yaml"
+grep -q 'order: shard_shuffle' "$WORK/shards_ss.yaml"
+"$BUILD/sluice" compile "$WORK/shards_ss.yaml" -o "$WORK/shards_ss.plan" >&2
 
 # name plan data-dir files-dir
 CONTENDERS=(
@@ -115,7 +123,7 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     run "$name" "$plan" "$data" cold
   done
   [[ "$STORAGE" == slowfs ]] || continue
-  for c in "${CONTENDERS[@]}"; do
+  for c in "${CONTENDERS[@]}" "shards_ss $WORK/shards_ss.plan $WORK/shards $WORK/shards"; do
     read -r name plan data files <<<"$c"
     /usr/bin/python3 bench/shards/evict.py "$files" | tee -a "$LOG" >&2
     slow_mount
