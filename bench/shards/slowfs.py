@@ -17,10 +17,11 @@ Model, per request the kernel sends to this daemon:
              their transfers, like a single network link or disk head.
   - getattr, readdir, readlink, statfs, release: no added latency (the kernel
     caches attributes and entries for 1 s, as NFS clients do).
-Writes are refused (EROFS). The kernel's page cache sits above the daemon as
-it would above NFS: a page read once is served from memory until it is
-evicted. Unmounting (`fusermount -u` or `umount`) drops it all, which is how
-run.sh makes each slow run cold. Kernel read-ahead applies (requests of up to
+Writes are refused (EROFS). The kernel's page cache sits above the daemon: a
+page read once is served from memory while the file stays open (without
+fusepy's kernel_cache option, which this does not set, FUSE drops a file's
+pages when it is opened again). Unmounting (`umount`) drops everything, which
+is how run.sh makes each slow run cold. Kernel read-ahead applies (requests of up to
 128 KiB), so a sequential reader pays one latency per 128 KiB, a reader of
 many small files pays one open and at least one read per file.
 
