@@ -17,6 +17,7 @@ packages=(
   libcurl4-openssl-dev     # remote shards: HTTP(S) and S3 (SigV4) reads (runtime/remote/)
   libtinyxml2-dev          # S3 ListObjectsV2 responses (runtime/remote/)
   chromium                 # the run report's headless-browser test (tests/cli/)
+  python3-fusepy           # bench/shards/slowfs.py: the slow-storage FUSE mount (run.sh STORAGE=slowfs)
   libtbb-dev               # runtime task arena
   googletest libgtest-dev libgmock-dev   # unit tests
   libbenchmark-dev         # micro benchmarks

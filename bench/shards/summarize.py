@@ -5,7 +5,7 @@ of medians to the folder in the same cache state, images per CPU-second
 (user + system time: what each image costs, less disturbed by machine load)
 and its ratio, and the largest peak RSS;
 then issue 15's targets (shards >= 1.15x the folder warm, and more than that
-cold).
+cold: evicted, and on the slowfs mount when run.sh ran with STORAGE=slowfs).
 
     bench/shards/summarize.py build-bench/shards/results.log
     bench/shards/summarize.py --first-batch build-bench/scale/results.log   (scale.sh)
@@ -33,6 +33,19 @@ def first_batch(path):
               f"| {statistics.median(rss):.0f} |")
 
 
+def slowfs_counts(path):
+    """Medians of run.sh's "SLOWFS NAME opens=.. reads=.. read_mb=.. daemon_cpu_s=.." lines."""
+    seen = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 2 and parts[0] == "SLOWFS":
+                fields = dict(p.split("=", 1) for p in parts[2:])
+                for k, v in fields.items():
+                    seen.setdefault(parts[1], {}).setdefault(k, []).append(float(v))
+    return {n: {k: statistics.median(v) for k, v in c.items()} for n, c in seen.items()}
+
+
 def main():
     if sys.argv[1] == "--first-batch":
         first_batch(sys.argv[2])
@@ -50,8 +63,8 @@ def main():
            for k, v in runs.items() if all("cpu_s" in r for r in v)}
     print("| contender | cache | images/s (median) | range | vs folder | images per CPU-s (median) | vs folder | peak RSS |")
     print("|---|---|---|---|---|---|---|---|")
-    for cache in ["warm", "cold"]:
-        for name in ["folder", "shards", "shards512"]:
+    for cache in ["warm", "cold", "slowfs"]:
+        for name in ["folder", "shards", "shards512", "shards_ss"]:
             key = f"{name}_{cache}"
             if key not in runs:
                 continue
@@ -64,8 +77,14 @@ def main():
             cratio = f"{cpu[key] / cbase:.2f}x" if key in cpu and cbase else "-"
             print(f"| {name} | {cache} | {med[key]:.1f} | {min(rates):.1f}-{max(rates):.1f} "
                   f"| {ratio} | {c} | {cratio} | {rss:.0f} MB |")
+    slow = slowfs_counts(sys.argv[1])
+    if slow:
+        print("\nslowfs daemon per run (medians): "
+              + "; ".join(f"{n}: {c['opens']:.0f} opens, {c['reads']:.0f} reads, "
+                          f"{c['read_mb']:.0f} MB, {c['daemon_cpu_s']:.2f} CPU-s"
+                          for n, c in slow.items()))
     print()
-    for cache, target in [("warm", 1.15), ("cold", None)]:
+    for cache, target in [("warm", 1.15), ("cold", None), ("slowfs", None)]:
         base = med.get(f"folder_{cache}")
         shards = med.get(f"shards_{cache}")
         if base and shards:
