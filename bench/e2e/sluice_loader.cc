@@ -26,12 +26,15 @@
 // wall time: images / C is the work each image costs. T50/T99: the trainer's
 // wait in Next() per timed batch, median and 99th percentile (nearest rank);
 // B50/B99: LoaderStats' batch latency, first sample started to last written.)
+// A remote source also prints, before it, `REMOTE requests=... retries=...
+// hedges=... hedge_wins=... timeouts=... latency_p50_ms=... latency_p99_ms=...`
+// (LoaderStats' request counters over the whole run).
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -173,6 +176,19 @@ int main(int argc, char** argv) {
       "kernel %.2f s; consumer waited %.2f s; bad samples %llu\n",
       stats.read_seconds, stats.decode_seconds, stats.kernel_seconds, stats.consumer_wait_seconds,
       static_cast<unsigned long long>(stats.bad_samples));
+  if (stats.remote) {
+    std::printf(
+        "REMOTE requests=%llu bytes_mb=%.1f retries=%llu hedges=%llu hedge_wins=%llu "
+        "timeouts=%llu failures=%llu latency_p50_ms=%.2f latency_p99_ms=%.2f\n",
+        static_cast<unsigned long long>(stats.remote_requests),
+        static_cast<double>(stats.remote_bytes_fetched) / 1e6,
+        static_cast<unsigned long long>(stats.remote_retries),
+        static_cast<unsigned long long>(stats.remote_hedges),
+        static_cast<unsigned long long>(stats.remote_hedge_wins),
+        static_cast<unsigned long long>(stats.remote_timeouts),
+        static_cast<unsigned long long>(stats.remote_failures), 1e3 * stats.remote_latency_p50,
+        1e3 * stats.remote_latency_p99);
+  }
   for (const std::string& w : stats.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (name.empty()) name = options.dct_scaling ? "sluice_dct" : "sluice";
   std::printf(

@@ -21,7 +21,8 @@
 #
 # Environment: BUILD [build-bench], THREADS [nproc], WARMUP [2], BATCHES [16],
 #   IMAGES [(WARMUP+BATCHES+1)*256], SHARD_SIZE [32MB], ROUNDS [3], SEED [1],
-#   MOTO [1], LOG [$BUILD/remote/results.log]
+#   MOTO [1], ONLY [a regex: run only the contenders whose names match],
+#   LOG [$BUILD/remote/results.log]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -75,7 +76,7 @@ done
 pids=()
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true
-  if [[ -s "$WORK/nginx/nginx.pid" ]]; then kill "$(cat "$WORK/nginx/nginx.pid")" 2>/dev/null || true; fi
+  kill "$(cat "$WORK/nginx/nginx.pid" 2>/dev/null)" 2>/dev/null || true
   return 0
 }
 trap cleanup EXIT
@@ -142,9 +143,11 @@ for ((round = 1; round <= ROUNDS; ++round)); do
   echo "LOAD $(cut -d' ' -f1-3 /proc/loadavg)" >>"$LOG"
   for c in "${CONTENDERS[@]}"; do
     read -r name plan data port <<<"$c"
+    if [[ -n "${ONLY:-}" && ! "$name" =~ $ONLY ]]; then continue; fi
     if [[ "$port" == - ]]; then unset AWS_ENDPOINT_URL; else export AWS_ENDPOINT_URL="http://127.0.0.1:$port"; fi
     "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
-      --batches "$BATCHES" --warmup "$WARMUP" --name "$name" | grep '^RESULT' | tee -a "$LOG" >&2
+      --batches "$BATCHES" --warmup "$WARMUP" --name "$name" |
+      sed -n -e "s/^REMOTE /REMOTE $name /p" -e '/^RESULT /p' | tee -a "$LOG" >&2
   done
 done
 /usr/bin/python3 bench/remote/summarize.py "$LOG"

@@ -3,7 +3,9 @@
 the median images/s over the rounds (and the range), the ratio of medians to
 local shards in the same order, and the median over rounds of the trainer's
 wait per batch (p50/p99 of Next() over a run's timed batches) and of the
-loader's batch latency p99; then issue 16's two targets.
+loader's batch latency p99; the median request counters (REMOTE lines:
+requests, hedges, hedge wins, retries, request latency p50/p99); then issue
+16's two targets.
 
     bench/remote/summarize.py build-bench/remote/results.log
 """
@@ -20,8 +22,20 @@ def median(rs, key):
     return statistics.median(float(r[key]) for r in rs)
 
 
+def remote_rows(path):
+    """{name: [{field: value}]} from the log's REMOTE lines."""
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 2 and parts[0] == "REMOTE":
+                rows.setdefault(parts[1], []).append(dict(p.split("=", 1) for p in parts[2:]))
+    return rows
+
+
 def main():
     runs, loads, header = parse(sys.argv[1])
+    remote = remote_rows(sys.argv[1])
     for h in header:
         print(h)
     if loads:
@@ -39,6 +53,15 @@ def main():
         print(f"| {name} | {statistics.median(rates):.1f} | {min(rates):.1f}-{max(rates):.1f} "
               f"| {ratio} | {median(rs, 'take_p50_ms'):.1f} | {median(rs, 'take_p99_ms'):.1f} "
               f"| {median(rs, 'batch_p99_ms'):.1f} |")
+    if remote:
+        print()
+        print("| contender | requests | hedges | hedge wins | retries | request p50 ms "
+              "| request p99 ms |")
+        print("|---|---|---|---|---|---|---|")
+        for name, rs in remote.items():
+            print(f"| {name} | {median(rs, 'requests'):.0f} | {median(rs, 'hedges'):.0f} "
+                  f"| {median(rs, 'hedge_wins'):.0f} | {median(rs, 'retries'):.0f} "
+                  f"| {median(rs, 'latency_p50_ms'):.2f} | {median(rs, 'latency_p99_ms'):.2f} |")
     print()
     pairs = [(f"{src}_{order}", f"local_{order}")
              for src in ("s3", "moto") for order in ("shuffle", "shard_shuffle")]

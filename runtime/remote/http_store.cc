@@ -96,7 +96,10 @@ class HttpStore final : public ObjectStore {
   void AbortAndWait(Attempt& a, Waiter& w);
   // One unhedged attempt, start to classification.
   Outcome RunOne(Attempt& a, const RequestSetup& setup, const char* verb);
-  // One hedged range attempt (see ReadRange).
+  // One hedged range attempt: the primary request, and up to kMaxHedges
+  // hedges, each started when the latest request has run hedge_delay_s (so a
+  // hedge that meets a slow server in turn is hedged again). The first to
+  // succeed wins; the others are aborted.
   Outcome RunHedged(const Target& t, uint64_t offset, uint64_t length, uint8_t* out,
                     Clock::time_point deadline, double hedge_delay_s);
   // One streaming attempt from byte `*delivered`; advances it as the sink
@@ -281,77 +284,97 @@ Result<ObjectInfo> HttpStore::Stat(const std::string& url) {
 
 Outcome HttpStore::RunHedged(const Target& t, uint64_t offset, uint64_t length, uint8_t* out,
                              Clock::time_point deadline, double hedge_delay_s) {
+  constexpr int kAttempts = 1 + kMaxHedges;
   Waiter w;
-  Attempt a, h;
-  std::vector<uint8_t> side;
-  std::optional<EasyLease> lease_a, lease_h;
-  bool hedged = false, h_started = false, a_seen = false, h_seen = false;
-  Outcome oa, oh;
-  auto prepare = [&](Attempt& x, uint8_t* dst, std::optional<EasyLease>& lease) -> Status {
+  std::array<Attempt, kAttempts> at;
+  std::array<std::optional<EasyLease>, kAttempts> lease;
+  std::array<std::vector<uint8_t>, kAttempts> side;  // hedges' bodies; [0] writes to out
+  std::array<Outcome, kAttempts> outcome;
+  std::array<bool, kAttempts> launched{}, seen{};  // seen: done and classified
+  int started = 0;
+  // Starts attempt `started` (a hedge into its own buffer). A hedge that
+  // cannot be prepared is left out; the primary's failure is returned.
+  auto start = [&]() -> Status {
+    const int k = started++;
+    Attempt& x = at[k];
     x.mode = Attempt::Mode::kRange;
     x.offset = offset;
     x.want = length;
-    x.dst = dst;
+    if (k > 0) side[k].resize(length);
+    x.dst = k == 0 ? out : side[k].data();
     auto st = Prepare(x, w, Setup(t, deadline, true));
-    lease.emplace(engine_.get(), &x);
+    lease[k].emplace(engine_.get(), &x);
     if (st) Launch(x);
+    launched[k] = static_cast<bool>(st);
+    seen[k] = !st;
     return st;
   };
-  if (auto st = prepare(a, out, lease_a); !st) return {Outcome::Kind::kFail, st.error()};
-  const auto hedge_at = hedge_delay_s > 0 ? After(hedge_delay_s) : Clock::time_point::max();
+  if (auto st = start(); !st) return {Outcome::Kind::kFail, st.error()};
+  const auto delay = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(hedge_delay_s, 0.0)));
+  auto next_hedge = hedge_delay_s > 0 ? Clock::now() + delay : Clock::time_point::max();
   const auto hard = deadline + std::chrono::milliseconds(250);
-  Attempt* winner = nullptr;
+  auto unseen_done = [&] {
+    for (int k = 0; k < started; ++k) {
+      if (!seen[k] && at[k].transfer.done) return true;
+    }
+    return false;
+  };
+  int winner = -1;
   for (;;) {
     bool woke;
     {
       std::unique_lock<std::mutex> lock(w.mu);
-      const auto wake = hedged ? hard : std::min(hard, hedge_at);
-      woke = w.cv.wait_until(lock, wake, [&] {
-        return (a.transfer.done && !a_seen) || (hedged && h.transfer.done && !h_seen);
-      });
+      const auto wake = started < kAttempts ? std::min(hard, next_hedge) : hard;
+      woke = w.cv.wait_until(lock, wake, unseen_done);
     }
     if (!woke) {
-      if (!hedged && Clock::now() < deadline && Clock::now() >= hedge_at) {
-        side.resize(length);
-        hedged = true;
+      const auto now = Clock::now();
+      if (started < kAttempts && now < deadline && now >= next_hedge) {
         ++hedges_;
-        h_started = static_cast<bool>(prepare(h, side.data(), lease_h));
-        if (!h_started) h_seen = true;
+        (void)start();
+        next_hedge = now + delay;
         continue;
       }
       break;  // past the deadline: abort below
     }
-    if (a.transfer.done && !a_seen) {
-      a_seen = true;
-      oa = Classify(a, t, aws(), "GET", cancelled_.load());
-      if (oa.kind == Outcome::Kind::kOk) winner = &a;
+    bool final_failure = false, running = false;
+    for (int k = 0; k < started; ++k) {
+      if (seen[k] || !at[k].transfer.done) {
+        running = running || !seen[k];
+        continue;
+      }
+      seen[k] = true;
+      outcome[k] = Classify(at[k], t, aws(), "GET", cancelled_.load());
+      if (outcome[k].kind == Outcome::Kind::kOk && winner < 0) winner = k;
+      if (outcome[k].kind == Outcome::Kind::kFail) final_failure = true;
     }
-    if (winner == nullptr && hedged && h.transfer.done && !h_seen) {
-      h_seen = true;
-      oh = Classify(h, t, aws(), "GET", cancelled_.load());
-      if (oh.kind == Outcome::Kind::kOk) winner = &h;
-    }
-    if (winner != nullptr) break;
-    const bool a_running = !a_seen, h_running = hedged && !h_seen;
-    if (oa.kind == Outcome::Kind::kFail || oh.kind == Outcome::Kind::kFail) break;
-    if (!a_running && !h_running) break;
+    if (winner >= 0 || final_failure || !running) break;
   }
   // AbortAndWait is a no-op wait for a finished transfer.
-  if (!a_seen) AbortAndWait(a, w);
-  if (h_started && !h_seen) AbortAndWait(h, w);
-  Count(1, a);
-  if (h_started) Count(1, h);
-  if (winner == &h) {
-    std::memcpy(out, side.data(), length);
+  for (int k = 0; k < started; ++k) {
+    if (launched[k] && !seen[k]) AbortAndWait(at[k], w);
+    if (launched[k]) Count(1, at[k]);
+  }
+  if (winner > 0) {
+    std::memcpy(out, side[winner].data(), length);
     ++hedge_wins_;
   }
-  if (winner != nullptr) return Outcome{};
-  if (!a_seen) oa = Classify(a, t, aws(), "GET", cancelled_.load());
-  if (h_started && !h_seen) oh = Classify(h, t, aws(), "GET", cancelled_.load());
-  // The primary's failure speaks for the attempt unless only the hedge's was final.
-  if (hedged && oh.kind == Outcome::Kind::kFail && oa.kind != Outcome::Kind::kFail) return oh;
-  if (oa.timeout && hedged) oa.http_status = std::max(oa.http_status, oh.http_status);
-  return oa;
+  if (winner >= 0) return Outcome{};
+  for (int k = 0; k < started; ++k) {
+    if (launched[k] && !seen[k]) outcome[k] = Classify(at[k], t, aws(), "GET", cancelled_.load());
+  }
+  // The primary's failure speaks for the attempt unless only a hedge's was final.
+  for (int k = 0; k < started; ++k) {
+    if (launched[k] && outcome[k].kind == Outcome::Kind::kFail) return outcome[k];
+  }
+  Outcome& primary = outcome[0];
+  if (primary.timeout) {
+    for (int k = 1; k < started; ++k) {
+      if (launched[k]) primary.http_status = std::max(primary.http_status, outcome[k].http_status);
+    }
+  }
+  return primary;
 }
 
 Status HttpStore::ReadRange(const std::string& url, uint64_t offset, uint64_t length,

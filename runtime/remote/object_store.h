@@ -34,6 +34,10 @@
 
 namespace sluice::runtime::remote {
 
+// Hedges a range read may start: each when the latest request has run the
+// hedge delay, so a hedge that itself meets a slow server is hedged again.
+inline constexpr int kMaxHedges = 2;
+
 // How requests behave (a tar_shards source's `remote:` params; docs/remote.md).
 struct RemoteOptions {
   double connect_timeout_s = 10;  // TCP + TLS connect, per attempt
@@ -43,7 +47,8 @@ struct RemoteOptions {
   double backoff_initial_s = 0.05;  // doubled per retry, capped, full jitter
   double backoff_max_s = 2;
   // Hedged range reads: 0 = off; > 0 = start a second request when the first
-  // has run this long; < 0 = auto: the observed p95 latency of range reads
+  // has run this long (and a further one, up to kMaxHedges, each time the
+  // latest has run this long again); < 0 = auto: the observed p95 latency of range reads
   // (after 20 samples; until then, 2 s), at least 10 ms.
   double hedge_delay_s = -1;
   int max_connections = 16;  // keep-alive connections kept in the pool
@@ -57,8 +62,8 @@ struct RequestStats {
   uint64_t hedges = 0;         // hedge requests started
   uint64_t hedge_wins = 0;     // calls answered by the hedge
   uint64_t timeouts = 0;       // attempts that hit a timeout
-  uint64_t failures = 0;       // calls that returned an error (a Stat of an absent object is not one)
-  double latency_p50_s = 0;    // per successful call, over a recent window
+  uint64_t failures = 0;     // calls that returned an error (a Stat of an absent object is not one)
+  double latency_p50_s = 0;  // per successful call, over a recent window
   double latency_p99_s = 0;
 };
 

@@ -410,6 +410,30 @@ TEST_F(HttpStoreTest, StalledRequestIsHedged) {
   EXPECT_EQ(s.retries, 0u);
 }
 
+TEST_F(HttpStoreTest, AHedgeThatStallsTooIsHedgedAgain) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Requests 0 (the first attempt) and 1 (the first hedge) stall for 60 s,
+  // beyond the 10 s deadline and with no retries: the read succeeds only if
+  // a second hedge (request 2) answers for it.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "delay:1000:0",
+               "--fault", "delay:1000:1", "--delay-s", "60");
+  RemoteOptions o = Fast();
+  o.hedge_delay_s = 0.05;
+  o.deadline_s = 10;
+  o.max_retries = 0;
+  auto store = Open(proxy.url(), o);
+  std::vector<uint8_t> got(65536);
+  auto st = store->ReadRange(proxy.url() + "/data/blob.bin", 1000, got.size(), got.data());
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + 1000));
+  const RequestStats s = store->stats();
+  EXPECT_EQ(s.hedges, static_cast<uint64_t>(kMaxHedges));
+  EXPECT_EQ(s.hedge_wins, 1u);
+  EXPECT_EQ(s.requests, 3u);
+}
+
 TEST_F(HttpStoreTest, AutoHedgeDelayFollowsObservedLatency) {
   ServerProcess& http = Http();
   ASSERT_FALSE(HasFailure());
