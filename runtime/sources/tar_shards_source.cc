@@ -296,9 +296,8 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
   for (const remote::ObjectInfo& o : *objects) {
     src->shards_.push_back(Shard{.name = remote::RedactUrl(o.url), .url = o.url});
   }
-  auto chosen = tar::OpenRemoteShardIndex(*store, *objects, options.mapping, options.index);
-  if (!chosen) return std::unexpected(chosen.error());
-  SLUICE_RETURN_IF_ERROR(src->UseIndex(std::move(*chosen), options.path));
+  // The manifest first: its checksums verify shards the index scan puts in
+  // the shard cache.
   const std::string dir = tar::UrlDirectory(objects->front().url);
   const std::string manifest = dir + "/manifest.json";
   std::unordered_map<std::string, std::string> checksums;  // URL -> sha256 hex
@@ -310,6 +309,10 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
   } else if (text.error().code != ErrorCode::kNotFound) {
     return std::unexpected(text.error());
   }
+  auto chosen = tar::OpenRemoteShardIndex(*store, *objects, options.mapping, options.index,
+                                          {options.read.cache.get(), &checksums});
+  if (!chosen) return std::unexpected(chosen.error());
+  SLUICE_RETURN_IF_ERROR(src->UseIndex(std::move(*chosen), options.path));
   std::vector<tar::RemoteShardReader::Shard> shards;
   for (size_t i = 0; i < objects->size(); ++i) {
     const std::string& url = (*objects)[i].url;

@@ -120,6 +120,28 @@ Result<std::vector<SampleRecord>> ScanRemoteShard(ObjectStore& store, const Obje
   return BuildShardRecords(fd, written, RedactUrl(shard.url), mapping);
 }
 
+// Acquires `shard` through the shard cache (downloaded once, verified, kept
+// for the reads that follow) and scans the cached file. A shard that fails
+// its checksum is not kept; it is indexed from a plain stream instead, so
+// that its reads, not the whole source, fail (and follow on_error).
+Result<std::vector<SampleRecord>> ScanCachedShard(ObjectStore& store, const ObjectInfo& shard,
+                                                  const ScanThrough& through,
+                                                  const std::string& dir,
+                                                  const FieldMapping& mapping) {
+  std::string sha256;
+  if (through.sha256 != nullptr) {
+    if (auto it = through.sha256->find(shard.url); it != through.sha256->end()) sha256 = it->second;
+  }
+  auto held = through.cache->Acquire(
+      shard.url, shard.size, sha256,
+      [&](const ObjectStore::Sink& sink) { return store.Stream(shard.url, sink); });
+  if (!held && held.error().code == ErrorCode::kCorruptData) {
+    return ScanRemoteShard(store, shard, dir, mapping);
+  }
+  if (!held) return std::unexpected(WithUrl(held.error(), "tar_shards: indexing"));
+  return BuildShardRecords(held->fd(), held->size(), RedactUrl(shard.url), mapping);
+}
+
 Result<ChosenIndex> Explicit(ObjectStore& store, const std::vector<ObjectInfo>& shards,
                              const FieldMapping& mapping, const std::string& path) {
   auto index = LoadIndex(store, path);
@@ -204,7 +226,8 @@ Result<std::vector<ObjectInfo>> ResolveShardUrls(ObjectStore& store, const std::
 }
 
 Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<ObjectInfo>& shards,
-                                         const FieldMapping& mapping, const IndexOptions& options) {
+                                         const FieldMapping& mapping, const IndexOptions& options,
+                                         const ScanThrough& through) {
   if (!options.explicit_index.empty()) {
     return Explicit(store, shards, mapping, options.explicit_index);
   }
@@ -226,12 +249,14 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
   fs::create_directories(cache_dir, ec);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Result<std::vector<SampleRecord>>> records(shards.size());
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, shards.size(), 1),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      for (size_t i = r.begin(); i != r.end(); ++i) {
-                        records[i] = ScanRemoteShard(store, shards[i], cache_dir, mapping);
-                      }
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, shards.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t i = r.begin(); i != r.end(); ++i) {
+          records[i] = through.cache != nullptr
+                           ? ScanCachedShard(store, shards[i], through, cache_dir, mapping)
+                           : ScanRemoteShard(store, shards[i], cache_dir, mapping);
+        }
+      });
   IndexWriter w(mapping);
   std::vector<std::string> notes;
   auto say = [&](std::string line) {
@@ -253,8 +278,11 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
   char took[32];
   std::snprintf(took, sizeof(took), "%.2f s",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  const std::string what = "indexed " + std::to_string(shards.size()) + " remote shard(s) (" +
-                           std::to_string(samples) + " samples, streamed once) in " + took;
+  const std::string what =
+      "indexed " + std::to_string(shards.size()) + " remote shard(s) (" + std::to_string(samples) +
+      (through.cache != nullptr ? " samples, fetched once into the shard cache) in "
+                                : " samples, streamed once) in ") +
+      took;
   std::string where = cached;
   if (auto st = w.Write(cached); st) {
     say(what + "; index written to " + cached);

@@ -21,13 +21,18 @@
 //     same size must be re-indexed by hand, e.g. deleting the cached file);
 //  4. else each shard is streamed once (ObjectStore::Stream) to a temporary
 //     file in CACHE, scanned, and the index written to CACHE (one stderr line
-//     says so), else kept in memory.
+//     says so), else kept in memory. With a shard cache (ScanThrough), each
+//     shard is instead acquired through it: downloaded once, verified against
+//     the manifest's checksum when there is one, scanned from the cached
+//     file, and left there for the reads that follow.
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/remote/object_store.h"
+#include "runtime/remote/shard_cache.h"
 #include "runtime/sources/tar/index_store.h"
 #include "runtime/sources/tar/shard_index.h"
 #include "sluice/result.h"
@@ -44,11 +49,20 @@ Result<std::vector<remote::ObjectInfo>> ResolveShardUrls(remote::ObjectStore& st
 // The whole object `url` (for indexes and manifests). Errors: the store's.
 Result<std::string> FetchObject(remote::ObjectStore& store, const std::string& url);
 
+// How a shard being indexed is fetched: with `cache` null, streamed into a
+// temporary file; else acquired through the cache (step 4 of the file
+// comment), checked against sha256[url] when the manifest gave one.
+struct ScanThrough {
+  remote::ShardCache* cache = nullptr;
+  const std::unordered_map<std::string, std::string>* sha256 = nullptr;  // URL -> hex
+};
+
 // Finds or builds the index for `shards` (see the file comment). `entry` and
 // `disagreement` are parallel to `shards`.
 Result<ChosenIndex> OpenRemoteShardIndex(remote::ObjectStore& store,
                                          const std::vector<remote::ObjectInfo>& shards,
-                                         const FieldMapping& mapping, const IndexOptions& options);
+                                         const FieldMapping& mapping, const IndexOptions& options,
+                                         const ScanThrough& through = {});
 
 // DIR of a shard URL: the text up to (not including) its last '/'.
 std::string UrlDirectory(const std::string& url);

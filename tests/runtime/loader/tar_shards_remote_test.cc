@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <stdexcept>
 
 #include "runtime/sources/image_folder_source.h"
@@ -147,12 +148,57 @@ TEST_F(TarShardsRemoteTest, AShardCacheIsFilledOnceThenServesEveryRead) {
     ASSERT_TRUE(got.has_value()) << got.error().ToString();
     EXPECT_TRUE(got->batches == want->batches);
     const LoaderStats s = url.Stats();
+    // Round 0 builds the index by fetching each shard into the cache (the
+    // misses), and the reads then hit it: each shard is downloaded once.
     EXPECT_EQ(s.cache_misses, round == 0 ? 3u : 0u);
-    EXPECT_EQ(s.cache_hits, round == 0 ? 0u : 3u);
+    EXPECT_EQ(s.cache_hits, 3u);
+    uint64_t shard_bytes = 0;
+    for (int k = 0; k < 3; ++k) {
+      shard_bytes += fs::file_size(shards_->path() / ("shard-00000" + std::to_string(k) + ".tar"));
+    }
+    EXPECT_EQ(s.remote_bytes_fetched, round == 0 ? shard_bytes : 0u);
     if (round == 1) {
       EXPECT_EQ(s.remote_requests, 0u);  // index cached, shards cached
     }
   }
+}
+
+// A shard whose bytes do not match the manifest's SHA-256 is not kept in the
+// shard cache: the index is still built (from a plain stream), and the
+// shard's samples, not the whole source, fail and follow on_error.
+TEST_F(TarShardsRemoteTest, AShardFailingItsManifestChecksumIsBadSamplesNotAFailedSource) {
+  ScopedDir copy("rtar_checksum");
+  ScopedDir shard_cache("rtar_checksum_cache");
+  for (int k = 0; k < 3; ++k) {
+    const std::string name = "shard-00000" + std::to_string(k) + ".tar";
+    fs::copy_file(shards_->path() / name, copy.path() / name);
+  }
+  {
+    std::ofstream manifest(copy.path() / "manifest.json");
+    manifest << R"({"shards": [{"name": "shard-000001.tar", "sha256": ")" << std::string(64, '0')
+             << R"("}]})";
+  }
+  const std::string url = "file://" + copy.path().string() + "/shard-{000000..000002}.tar";
+  auto plan = Plan::Load(
+      TarPlan("checksum.plan", url, "shuffle", "skip", 1, shard_cache.path().string()), {});
+  ASSERT_TRUE(plan.has_value()) << plan.error().ToString();
+  auto loader = Loader::Create(*plan, LoaderOptions{.rank = 0, .world_size = 1});
+  ASSERT_TRUE(loader.has_value()) << loader.error().ToString();
+  auto epoch = ReadEpoch(*loader);
+  ASSERT_TRUE(epoch.has_value()) << epoch.error().ToString();
+  const LoaderStats stats = loader->Stats();
+  EXPECT_EQ(stats.bad_samples, 8u);
+  ASSERT_FALSE(stats.last_bad.empty());
+  for (const BadSample& bad : stats.last_bad) {
+    EXPECT_NE(bad.path.find("shard-000001.tar"), std::string::npos) << bad.path;
+  }
+  EXPECT_NE(stats.last_bad.front().reason.find("SHA-256"), std::string::npos)
+      << stats.last_bad.front().reason;
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(shard_cache.path())) {
+    entries += e.path().extension() == ".shard";
+  }
+  EXPECT_EQ(entries, 2u);  // the two good shards
 }
 
 // The shard removed is one none of whose samples is in the first two batches
