@@ -4,6 +4,11 @@
 // worker gets a kIo error (a bad sample under the error policy) and goes on;
 // the I/O thread stays inside the stuck read until it returns.
 //
+// Reads that cannot block skip the hand-off: Read first asks the source's
+// ReadIfReady (runtime/sources/source.h), which reads on the caller's thread
+// only when the bytes are already in memory (a tar shard's member in the page
+// cache, a remote range already fetched); only the others go to the pool.
+//
 // Ownership. Each worker owns one ReadSlot; a slot owns a shared ReadRequest
 // holding the read buffer, reused sample after sample (no allocation on the
 // normal path: the hand-off is a queue push, a notify and a wait on the

@@ -50,6 +50,18 @@ class Source {
   // Errors: kNotFound / kIo naming the path; kInvalidArgument for i >= size().
   virtual Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const = 0;
 
+  // Read(i, buffer), but only when it cannot block on storage: the bytes are
+  // already in memory (the page cache, a remote range already fetched) or the
+  // sample fails without any I/O. nullopt when it would have to wait: nothing
+  // was consumed, and the caller then calls Read (under source.read_timeout,
+  // runtime/exec/read_pool.h). A returned result is final, as from Read. The
+  // default never reads (a per-file open can block; image_folder keeps it).
+  virtual std::optional<Result<size_t>> ReadIfReady(size_t i, std::vector<uint8_t>& buffer) const {
+    (void)i;
+    (void)buffer;
+    return std::nullopt;
+  }
+
   // For sources whose samples live in shards read best in order (tar_shards):
   // the first sample index of each shard, ascending, starting at 0 (shard k is
   // [starts[k], starts[k+1]) and the last runs to size()). Empty for sources

@@ -85,19 +85,22 @@ Result<std::vector<std::string>> ReadClassNames(const fs::path& dir) {
 }
 
 // Reads [offset, offset + 512 + buffer part) into header and data, with one
-// preadv when the kernel returns it all (it does for regular files). Returns
-// the bytes read (fewer at EOF) or -errno.
-int64_t ReadMember(int fd, uint64_t header_offset, uint8_t* header, uint8_t* data, uint64_t size) {
+// preadv2 when the kernel returns it all (it does for regular files). Returns
+// the bytes read (fewer at EOF) or -errno; with flags RWF_NOWAIT, -EAGAIN when
+// some of the bytes are not in the page cache (the read would block).
+int64_t ReadMember(int fd, uint64_t header_offset, uint8_t* header, uint8_t* data, uint64_t size,
+                   int flags) {
   const uint64_t total = tar::kBlockSize + size;
   uint64_t got = 0;
   while (got < total) {
     ssize_t n;
     if (got < tar::kBlockSize) {
       iovec iov[2] = {{header + got, tar::kBlockSize - got}, {data, size}};
-      n = ::preadv(fd, iov, size > 0 ? 2 : 1, static_cast<off_t>(header_offset + got));
+      n = ::preadv2(fd, iov, size > 0 ? 2 : 1, static_cast<off_t>(header_offset + got), flags);
     } else {
       const uint64_t done = got - tar::kBlockSize;
-      n = ::pread(fd, data + done, size - done, static_cast<off_t>(header_offset + got));
+      iovec iov = {data + done, size - done};
+      n = ::preadv2(fd, &iov, 1, static_cast<off_t>(header_offset + got), flags);
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return -errno;
@@ -240,6 +243,17 @@ int64_t TarShardSource::label(size_t i) const {
 }
 
 Result<size_t> TarShardSource::Read(size_t i, std::vector<uint8_t>& buffer) const {
+  return *ReadWith(i, buffer, 0);
+}
+
+std::optional<Result<size_t>> TarShardSource::ReadIfReady(size_t i,
+                                                          std::vector<uint8_t>& buffer) const {
+  if (nowait_unsupported_.load(std::memory_order_relaxed)) return std::nullopt;
+  return ReadWith(i, buffer, RWF_NOWAIT);
+}
+
+std::optional<Result<size_t>> TarShardSource::ReadWith(size_t i, std::vector<uint8_t>& buffer,
+                                                       int flags) const {
   if (i >= size_) {
     return MakeError(ErrorCode::kInvalidArgument, "tar_shards: sample " + std::to_string(i) +
                                                       " out of range (" + std::to_string(size_) +
@@ -252,10 +266,16 @@ Result<size_t> TarShardSource::Read(size_t i, std::vector<uint8_t>& buffer) cons
   };
   if (!s.disagreement.empty()) return bad(s.disagreement);
   if (r.bad()) return bad(tar::DescribeBadRecord(r, mapping_));
-  if (reader_ != nullptr) return ReadRemote(i, buffer);
+  if (reader_ != nullptr) return ReadRemote(i, buffer, (flags & RWF_NOWAIT) != 0);
   if (buffer.size() < r.size) buffer.resize(r.size);
   uint8_t header[tar::kBlockSize];
-  const int64_t got = ReadMember(s.fd, r.offset - tar::kBlockSize, header, buffer.data(), r.size);
+  const int64_t got =
+      ReadMember(s.fd, r.offset - tar::kBlockSize, header, buffer.data(), r.size, flags);
+  if (got == -EAGAIN && (flags & RWF_NOWAIT)) return std::nullopt;
+  if (got == -EOPNOTSUPP && (flags & RWF_NOWAIT)) {
+    nowait_unsupported_.store(true, std::memory_order_relaxed);  // e.g. an older FUSE
+    return std::nullopt;
+  }
   if (got < 0) {
     return MakeError(ErrorCode::kIo,
                      SampleName(i) + ": cannot read: " + std::strerror(static_cast<int>(-got)));
@@ -325,14 +345,18 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
   return src;
 }
 
-Result<size_t> TarShardSource::ReadRemote(size_t i, std::vector<uint8_t>& buffer) const {
+std::optional<Result<size_t>> TarShardSource::ReadRemote(size_t i, std::vector<uint8_t>& buffer,
+                                                         bool only_if_ready) const {
   const size_t k = ShardNumber(i);
   const Shard& s = shards_[k];
   const tar::SampleRecord r = s.records[i - s.start];
   const uint64_t total = tar::kBlockSize + r.size;
   if (buffer.size() < total) buffer.resize(total);
   const tar::RemoteShardReader::Range range{i, k, r.offset - tar::kBlockSize, total};
-  if (Status st = reader_->Read(range, buffer.data()); !st) {
+  std::optional<Status> read = only_if_ready ? reader_->ReadIfReady(range, buffer.data())
+                                             : reader_->Read(range, buffer.data());
+  if (!read) return std::nullopt;
+  if (Status st = std::move(*read); !st) {
     Error e = remote::ScrubSecrets(st.error(), secrets_);
     e.message = SampleName(i) + ": " + e.message;
     return std::unexpected(std::move(e));

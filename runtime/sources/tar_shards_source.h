@@ -13,8 +13,10 @@
 // Member names are never used as file system paths.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,11 @@ class TarShardSource final : public Source {
   // sample (a bad sample, see the file comment), kIo on a read failure,
   // kInvalidArgument for i >= size().
   Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const override;
+  // Read without blocking: a local member with preadv2(RWF_NOWAIT) (nullopt
+  // when part of it is not in the page cache, or the file system does not
+  // support the flag: then never again), a remote one when its range or shard
+  // has already arrived (RemoteShardReader::ReadIfReady).
+  std::optional<Result<size_t>> ReadIfReady(size_t i, std::vector<uint8_t>& buffer) const override;
   // The first sample of each shard that has samples.
   std::vector<uint64_t> ShardStarts() const override;
 
@@ -106,8 +113,12 @@ class TarShardSource final : public Source {
   // The shard holding sample i (i < size()).
   const Shard& ShardOf(size_t i) const;
   size_t ShardNumber(size_t i) const;
-  // Reads sample i's header and data through the reader.
-  Result<size_t> ReadRemote(size_t i, std::vector<uint8_t>& buffer) const;
+  // Read (flags 0) and ReadIfReady (RWF_NOWAIT); nullopt only with RWF_NOWAIT.
+  std::optional<Result<size_t>> ReadWith(size_t i, std::vector<uint8_t>& buffer, int flags) const;
+  // Reads sample i's header and data through the reader (only_if_ready:
+  // through RemoteShardReader::ReadIfReady; nullopt when it has not arrived).
+  std::optional<Result<size_t>> ReadRemote(size_t i, std::vector<uint8_t>& buffer,
+                                           bool only_if_ready) const;
 
   tar::FieldMapping mapping_;
   std::unique_ptr<tar::ShardIndex> index_;
@@ -117,8 +128,9 @@ class TarShardSource final : public Source {
   size_t size_ = 0;
   std::string index_path_;
   bool index_built_ = false;
-  std::unique_ptr<tar::RemoteShardReader> reader_;  // URL paths
-  std::vector<std::string> secrets_;                // remote::UrlSecrets(path)
+  std::unique_ptr<tar::RemoteShardReader> reader_;       // URL paths
+  std::vector<std::string> secrets_;                     // remote::UrlSecrets(path)
+  mutable std::atomic<bool> nowait_unsupported_{false};  // preadv2 said EOPNOTSUPP
 };
 
 // The registry's open function: params path, image ("jpg;jpeg;png": ';' or

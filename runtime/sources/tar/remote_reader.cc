@@ -109,6 +109,31 @@ Status RemoteShardReader::Read(const Range& r, uint8_t* out) {
   return whole_shards_ ? ReadStream(r, out) : ReadRandom(r, out);
 }
 
+std::optional<Status> RemoteShardReader::ReadIfReady(const Range& range, uint8_t* out) {
+  std::lock_guard lock(mutex_);
+  if (cancelled_) return std::nullopt;  // Read says so
+  if (!whole_shards_) {
+    auto it = planned_.find(range.index);
+    if (it == planned_.end() || it->second->state != Group::kDone) return std::nullopt;
+    std::shared_ptr<Group> g = it->second;
+    planned_.erase(it);
+    std::erase(g->members, range.index);
+    if (g->coalesced) ++counters_.coalesced_samples;
+    std::memcpy(out, g->bytes.data() + (range.offset - g->offset), range.length);
+    if (--g->remaining <= 0) DropGroupLocked(g);
+    return Ok();
+  }
+  // A shard in memory (not a cached file: reading that may touch the disk).
+  const std::shared_ptr<Resident>& r = resident_[range.shard];
+  if (r == nullptr || r->cached || r->received < range.offset + range.length) return std::nullopt;
+  if (pending_[range.shard] > 0) --pending_[range.shard];
+  ++counters_.stream_reads;
+  std::memcpy(out, r->bytes.data() + range.offset, range.length);  // final bytes
+  r->last_use = ++tick_;
+  ScheduleLocked();
+  return Ok();
+}
+
 void RemoteShardReader::WillRead(std::span<const Range> ranges) {
   std::lock_guard lock(mutex_);
   if (cancelled_) return;

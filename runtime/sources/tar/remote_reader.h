@@ -40,6 +40,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -121,6 +122,11 @@ class RemoteShardReader {
   // the URL), kIo when cancelled, kCorruptData when a streamed shard is
   // shorter or longer than indexed.
   Status Read(const Range& range, uint8_t* out);
+  // Read, but only when the bytes have arrived: a planned range request that
+  // is done (order: shuffle), or a shard streamed into memory up to the
+  // range's end (shard_shuffle / sequential). nullopt when the caller would
+  // have to wait: nothing was consumed; call Read. Never blocks on the store.
+  std::optional<Status> ReadIfReady(const Range& range, uint8_t* out);
 
   void Cancel();
   RemoteReadCounters counters() const;

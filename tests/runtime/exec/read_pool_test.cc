@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -104,6 +105,52 @@ TEST(ReadPoolTest, ZeroTimeoutReadsInline) {
   auto n = pool.Read(5, slot);
   ASSERT_TRUE(n) << n.error().ToString();
   EXPECT_EQ(slot.buffer()[0], 5);
+}
+
+// Even samples are "in memory": ReadIfReady reads them; odd ones would block
+// (nullopt). Records which thread ran each Read and ReadIfReady.
+class HalfReadySource final : public Source {
+ public:
+  size_t size() const override { return 64; }
+  std::string SampleName(size_t i) const override { return "half:" + std::to_string(i); }
+  int64_t label(size_t) const override { return 0; }
+  const std::vector<std::string>& class_names() const override { return classes_; }
+  Result<size_t> Read(size_t i, std::vector<uint8_t>& buffer) const override {
+    std::lock_guard lock(mu_);
+    read_threads.push_back(std::this_thread::get_id());
+    return Fill(i, buffer);
+  }
+  std::optional<Result<size_t>> ReadIfReady(size_t i, std::vector<uint8_t>& buffer) const override {
+    if (i % 2 == 1) return std::nullopt;
+    std::lock_guard lock(mu_);
+    ready_threads.push_back(std::this_thread::get_id());
+    return Fill(i, buffer);
+  }
+  mutable std::vector<std::thread::id> read_threads, ready_threads;
+
+ private:
+  static size_t Fill(size_t i, std::vector<uint8_t>& buffer) {
+    if (buffer.size() < 16) buffer.resize(16);
+    std::fill(buffer.begin(), buffer.begin() + 16, static_cast<uint8_t>(i));
+    return 16;
+  }
+  std::vector<std::string> classes_;
+  mutable std::mutex mu_;
+};
+
+TEST(ReadPoolTest, ReadsThatCannotBlockRunOnTheCallersThread) {
+  auto source = std::make_shared<HalfReadySource>();
+  ReadPool pool(source, {.timeout_s = 30, .threads = 1});
+  ReadSlot slot;
+  for (size_t i = 0; i < 8; ++i) {
+    auto n = pool.Read(i, slot);
+    ASSERT_TRUE(n) << n.error().ToString();
+    EXPECT_EQ(slot.buffer()[0], i);
+  }
+  ASSERT_EQ(source->ready_threads.size(), 4u);  // samples 0, 2, 4, 6: no hand-off
+  for (std::thread::id id : source->ready_threads) EXPECT_EQ(id, std::this_thread::get_id());
+  ASSERT_EQ(source->read_threads.size(), 4u);  // samples 1, 3, 5, 7: an I/O thread
+  for (std::thread::id id : source->read_threads) EXPECT_NE(id, std::this_thread::get_id());
 }
 
 TEST(ReadPoolTest, StuckReadPassesItsDeadlineAndTheSlotGoesOn) {

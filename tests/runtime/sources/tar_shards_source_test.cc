@@ -1,11 +1,16 @@
 #include "runtime/sources/tar_shards_source.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,6 +247,56 @@ TEST(TarShardSource, MissingFieldsAreBadSamplesNamingShardAndKey) {
     EXPECT_EQ(r.error().code, ErrorCode::kCorruptData);
     EXPECT_EQ(r.error().message, want[i]);
     EXPECT_EQ(src->label(i), -1);
+  }
+}
+
+// True when none of `path`'s pages is in the page cache (mincore).
+bool NoneResident(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const size_t size = fs::file_size(path);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return false;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((size + page - 1) / page);
+  const bool ok = ::mincore(map, size, resident.data()) == 0;
+  ::munmap(map, size);
+  return ok &&
+         std::all_of(resident.begin(), resident.end(), [](unsigned char c) { return !(c & 1); });
+}
+
+TEST(TarShardSource, ReadIfReadyReadsMembersInThePageCacheAndFailsBadSamplesAtOnce) {
+  TempDir dir;
+  const fs::path data = dir.path() / "data";
+  MakeShards(data, 2, 4);
+  WriteShard((data / "shard-000002.tar").string(), {{"x.jpg", "X"}});  // no label: bad
+  auto src = MustOpen(Options(data.string()));
+  ASSERT_NE(src, nullptr);
+  std::vector<uint8_t> buf;
+  for (size_t i = 0; i < 8; ++i) {  // just written: in the page cache
+    std::optional<Result<size_t>> got = src->ReadIfReady(i, buf);
+    ASSERT_TRUE(got.has_value()) << i;
+    ASSERT_TRUE(got->has_value()) << got->error().ToString();
+    EXPECT_EQ(std::string(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(**got)),
+              Contents(*src, i));
+  }
+  auto bad = src->ReadIfReady(8, buf);  // fails without any I/O
+  ASSERT_TRUE(bad.has_value());
+  ASSERT_FALSE(bad->has_value());
+  EXPECT_EQ(bad->error().code, ErrorCode::kCorruptData);
+
+  // Evicted from the page cache (where the file system lets it be: tmpfs
+  // does not), a member would need the disk: not ready, and Read still works.
+  const fs::path shard1 = data / "shard-000001.tar";
+  const int fd = ::open(shard1.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  if (NoneResident(shard1)) {
+    EXPECT_FALSE(src->ReadIfReady(5, buf).has_value());
+    EXPECT_EQ(Contents(*src, 5), "img-1-1");
   }
 }
 

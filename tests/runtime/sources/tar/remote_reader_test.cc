@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -146,6 +147,59 @@ TEST(RemoteShardReader, APrefetchedRequestThatFailsGivesItsSampleTheStoresError)
   ASSERT_FALSE(failed.has_value());
   EXPECT_NE(failed.error().message.find("s1.bin"), std::string::npos) << failed.error().ToString();
   f.Check(*reader, batch[1]);
+}
+
+// Polls reader.ReadIfReady(r) (bounded) until it answers; checks the bytes.
+void ExpectReadyEventually(const Fixture& f, RemoteShardReader& reader, const Range& r) {
+  std::vector<uint8_t> out(r.length);
+  std::optional<Status> got;
+  for (int i = 0; i < 10000 && !got; ++i) {
+    got = reader.ReadIfReady(r, out.data());
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(got.has_value()) << "sample " << r.index << " never arrived";
+  ASSERT_TRUE(got->has_value()) << got->error().ToString();
+  EXPECT_EQ(std::string(out.begin(), out.end()),
+            ShardBytes(r.shard, f.shard_size).substr(r.offset, r.length));
+}
+
+// Each case has its own fixture: a reader's destructor cancels its store.
+TEST(RemoteShardReader, ReadIfReadyTakesOnlyBytesThatHaveArrived) {
+  {  // Shuffled reads: a planned request not yet sent is not ready.
+    Fixture f(2);
+    std::vector<uint8_t> out(f.shard_size);
+    RemoteReadOptions on_demand;
+    on_demand.prefetch_requests = 0;
+    auto reader = f.Make(on_demand, ReadPattern::kRandom);
+    const std::vector<Range> batch = {f.Sample(0, 1), f.Sample(1, 6)};
+    reader->WillRead(batch);
+    EXPECT_FALSE(reader->ReadIfReady(batch[0], out.data()).has_value());
+    EXPECT_FALSE(reader->ReadIfReady(f.Sample(0, 7), out.data()).has_value());  // not announced
+    for (const Range& r : batch) f.Check(*reader, r);  // still readable: nothing consumed
+    EXPECT_EQ(f.store->range_reads.load(), 2);
+  }
+  {  // Prefetched: ready once its request is done, without another request.
+    Fixture f(2);
+    auto reader = f.Make({}, ReadPattern::kRandom);
+    const std::vector<Range> batch = {f.Sample(0, 2), f.Sample(1, 3)};
+    reader->WillRead(batch);
+    for (const Range& r : batch) ExpectReadyEventually(f, *reader, r);
+    EXPECT_EQ(f.store->range_reads.load(), 2);
+    EXPECT_EQ(reader->counters().direct_reads, 0u);
+  }
+  {  // Streamed shards: ready once the stream has passed the range's end.
+    Fixture f(2);
+    std::vector<uint8_t> out(f.shard_size);
+    auto reader = f.Make({}, ReadPattern::kShardStream);
+    f.store->CloseGate();
+    const std::vector<Range> shard1 = {f.Sample(1, 0), f.Sample(1, 7)};
+    reader->WillRead(shard1);
+    f.store->WaitForWaiting(1);
+    EXPECT_FALSE(reader->ReadIfReady(shard1[1], out.data()).has_value());
+    f.store->OpenGate();
+    for (const Range& r : shard1) ExpectReadyEventually(f, *reader, r);
+    EXPECT_EQ(reader->counters().stream_reads, 2u);
+  }
 }
 
 TEST(RemoteShardReader, StreamsAnnouncedShardsWithBoundedReadAhead) {
