@@ -36,9 +36,9 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "common/progress.h"
 #include "cli/report/run_report.h"
 #include "cli/report/svg_chart.h"
+#include "common/progress.h"
 #include "sluice/sluice.h"
 
 namespace sluice::cli {
@@ -119,8 +119,8 @@ int Run(const Args& args) {
     const std::string& arg = args[i];
     auto int_flag = [&](const std::string& flag, int64_t& out, int64_t min) -> int {
       if (!ParseInt(value, out) || out < min) {
-        return UsageError(flag + " needs an integer >= " + std::to_string(min) + ", got `" +
-                          value + "`");
+        return UsageError(flag + " needs an integer >= " + std::to_string(min) + ", got `" + value +
+                          "`");
       }
       return 0;
     };
@@ -294,11 +294,11 @@ int Run(const Args& args) {
   std::printf("plan:            %s (%s)\n", plan->name().c_str(), plan_path.c_str());
   std::printf("device:          %s\n", s.device.c_str());
   for (const std::string& w : s.warnings) std::printf("warning:         %s\n", w.c_str());
-  std::printf("batches:         %llu x %lld samples in %.2f s (threads %d, in flight %d, "
-              "pool %d x %.1f MB)\n",
-              static_cast<unsigned long long>(done), static_cast<long long>(loader->batch_size()),
-              elapsed, s.threads, s.in_flight, s.pool_buffers,
-              static_cast<double>(s.batch_bytes) / 1e6);
+  std::printf(
+      "batches:         %llu x %lld samples in %.2f s (threads %d, in flight %d, "
+      "pool %d x %.1f MB)\n",
+      static_cast<unsigned long long>(done), static_cast<long long>(loader->batch_size()), elapsed,
+      s.threads, s.in_flight, s.pool_buffers, static_cast<double>(s.batch_bytes) / 1e6);
   std::printf("images/s:        %.1f\n",
               elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0.0);
   std::printf("batch latency:   p50 %s  p99 %s  max %s\n", Ms(s.latency_p50).c_str(),
@@ -310,25 +310,25 @@ int Run(const Args& args) {
   std::printf("peak RSS:        %.1f MB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
   if (s.remote) {
     using ull = unsigned long long;
-    std::printf("remote:          %llu requests, %.1f MB fetched, latency p50 %s p99 %s; "
-                "retries %llu, hedges %llu (%llu won), timeouts %llu, failed %llu\n",
-                static_cast<ull>(s.remote_requests),
-                static_cast<double>(s.remote_bytes_fetched) / 1e6,
-                Ms(s.remote_latency_p50).c_str(), Ms(s.remote_latency_p99).c_str(),
-                static_cast<ull>(s.remote_retries), static_cast<ull>(s.remote_hedges),
-                static_cast<ull>(s.remote_hedge_wins), static_cast<ull>(s.remote_timeouts),
-                static_cast<ull>(s.remote_failures));
-    std::printf("remote reads:    cache hits %llu, misses %llu; coalesced %llu requests "
-                "(%llu samples); shards streamed %llu\n",
-                static_cast<ull>(s.cache_hits), static_cast<ull>(s.cache_misses),
-                static_cast<ull>(s.coalesced_requests), static_cast<ull>(s.coalesced_samples),
-                static_cast<ull>(s.shards_streamed));
+    std::printf(
+        "remote:          %llu requests, %.1f MB fetched, latency p50 %s p99 %s; "
+        "retries %llu, hedges %llu (%llu won), timeouts %llu, failed %llu\n",
+        static_cast<ull>(s.remote_requests), static_cast<double>(s.remote_bytes_fetched) / 1e6,
+        Ms(s.remote_latency_p50).c_str(), Ms(s.remote_latency_p99).c_str(),
+        static_cast<ull>(s.remote_retries), static_cast<ull>(s.remote_hedges),
+        static_cast<ull>(s.remote_hedge_wins), static_cast<ull>(s.remote_timeouts),
+        static_cast<ull>(s.remote_failures));
+    std::printf(
+        "remote reads:    cache hits %llu, misses %llu; coalesced %llu requests "
+        "(%llu samples); shards streamed %llu, read-ahead %d (%llu stalls)\n",
+        static_cast<ull>(s.cache_hits), static_cast<ull>(s.cache_misses),
+        static_cast<ull>(s.coalesced_requests), static_cast<ull>(s.coalesced_samples),
+        static_cast<ull>(s.shards_streamed), s.read_ahead, static_cast<ull>(s.read_ahead_stalls));
   }
-  std::printf("bad samples:     %llu distinct (%llu bad reads: skipped %llu, replaced %llu)\n",
-              static_cast<unsigned long long>(s.bad_samples),
-              static_cast<unsigned long long>(s.bad_reads),
-              static_cast<unsigned long long>(s.skipped),
-              static_cast<unsigned long long>(s.replaced));
+  std::printf(
+      "bad samples:     %llu distinct (%llu bad reads: skipped %llu, replaced %llu)\n",
+      static_cast<unsigned long long>(s.bad_samples), static_cast<unsigned long long>(s.bad_reads),
+      static_cast<unsigned long long>(s.skipped), static_cast<unsigned long long>(s.replaced));
   if (bad_out.is_open()) {
     std::printf("bad-sample list: %s (%llu lines)\n", bad_samples_path.c_str(),
                 static_cast<unsigned long long>(bad_lines));

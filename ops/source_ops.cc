@@ -185,17 +185,21 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                        .default_value = VStr("")},
               ParamDef{.name = "read_ahead",
                        .type = ParamType::kInt,
-                       .doc = "URL paths, order shard_shuffle or sequential: whole shards "
-                              "streamed ahead of the one being read (docs/remote.md).",
-                       .default_value = VInt(2),
-                       .min = 0.0,
+                       .doc = "URL paths, order shard_shuffle or sequential (or with a cache): "
+                              "whole shards streamed ahead of the one being read; -1 = auto: "
+                              "2, growing by one whenever a read waits for a shard already "
+                              "being read ahead, up to what read_ahead_bytes holds "
+                              "(docs/remote.md).",
+                       .default_value = VInt(-1),
+                       .min = -1.0,
                        .max = 64.0},
               ParamDef{.name = "read_ahead_bytes",
                        .type = ParamType::kInt,
                        .doc = "URL paths: bytes of whole shards held in memory at once by the "
-                              "read-ahead (a larger shard is read sample by sample).",
-                       .default_value = VInt(int64_t{1} << 30),
-                       .min = 0.0},
+                              "read-ahead (a larger shard is read sample by sample); -1 = auto: "
+                              "1/8 of the machine's memory, at most 1 GiB.",
+                       .default_value = VInt(-1),
+                       .min = -1.0},
               ParamDef{.name = "cache",
                        .type = ParamType::kSection,
                        .doc = "URL paths: a local cache of whole shards shared by the "

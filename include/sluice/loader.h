@@ -266,10 +266,12 @@ struct LoaderStats {
   uint64_t remote_retries = 0, remote_hedges = 0, remote_hedge_wins = 0;
   uint64_t remote_timeouts = 0, remote_failures = 0;
   double remote_latency_p50 = 0, remote_latency_p99 = 0;  // per request, seconds
-  uint64_t cache_hits = 0, cache_misses = 0;             // local shard cache
+  uint64_t cache_hits = 0, cache_misses = 0;              // local shard cache
   uint64_t coalesced_requests = 0;  // range requests that served several samples
   uint64_t coalesced_samples = 0;   // samples read from them
   uint64_t shards_streamed = 0;     // whole-shard streams started (read-ahead)
+  int read_ahead = 0;               // shards streamed ahead now (auto grows on stalls)
+  uint64_t read_ahead_stalls = 0;   // reads that waited for a shard being read ahead
 };
 
 class Loader {
@@ -322,8 +324,8 @@ class Loader {
   // claimed to the last written, and counters (in-flight samples, batches
   // filling and ready). StopTrace writes the file. Each track keeps at most
   // `max_events_per_thread` events (0 = 65536, 56 bytes each, allocated at
-  // StartTrace; the scheduler's counter track 4 times that); later events of a full track are dropped, and StopTrace
-  // returns how many were. Off, the loader pays one relaxed atomic load per
+  // StartTrace; the scheduler's counter track 4 times that); later events of a full track are
+  // dropped, and StopTrace returns how many were. Off, the loader pays one relaxed atomic load per
   // span. Destroying the loader stops a running trace and writes the file.
   // Errors: kIo (the file cannot be opened or written), kInvalidArgument
   // (StartTrace while tracing, StopTrace while not). Call from the consumer

@@ -484,6 +484,8 @@ class PyLoader {
     d["coalesced_requests"] = s.coalesced_requests;
     d["coalesced_samples"] = s.coalesced_samples;
     d["shards_streamed"] = s.shards_streamed;
+    d["read_ahead"] = s.read_ahead;
+    d["read_ahead_stalls"] = s.read_ahead_stalls;
     return d;
   }
 

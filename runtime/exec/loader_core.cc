@@ -860,6 +860,8 @@ LoaderStats LoaderCore::Stats() const {
     s.coalesced_requests = io->coalesced_requests;
     s.coalesced_samples = io->coalesced_samples;
     s.shards_streamed = io->shards_streamed;
+    s.read_ahead = io->read_ahead;
+    s.read_ahead_stalls = io->read_ahead_stalls;
   }
   return s;
 }

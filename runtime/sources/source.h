@@ -28,6 +28,8 @@ struct SourceIoStats {
   uint64_t coalesced_requests = 0;
   uint64_t coalesced_samples = 0;
   uint64_t shards_streamed = 0;
+  int read_ahead = 0;              // shards streamed ahead now
+  uint64_t read_ahead_stalls = 0;  // read-ahead shards a read waited for
 };
 
 class Source {

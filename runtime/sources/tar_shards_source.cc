@@ -17,7 +17,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/log.h"
 #include "runtime/sources/source_registry.h"
+#include "runtime/sources/tar/read_ahead.h"
 #include "runtime/sources/tar/remote_index.h"
 #include "runtime/sources/tar/shard_paths.h"
 #include "runtime/sources/tar/tar_format.h"
@@ -333,6 +335,19 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
                                           {options.read.cache.get(), &checksums});
   if (!chosen) return std::unexpected(chosen.error());
   SLUICE_RETURN_IF_ERROR(src->UseIndex(std::move(*chosen), options.path));
+  tar::RemoteReadOptions read = options.read;
+  if (options.choose_read_ahead) {
+    std::vector<uint64_t> sizes;
+    for (const remote::ObjectInfo& o : *objects) sizes.push_back(o.size);
+    const tar::ReadAheadChoice choice = tar::ChooseReadAhead(
+        sizes, options.read.read_ahead, options.read_ahead_bytes, tar::PhysicalMemoryBytes());
+    read.read_ahead = choice.start;
+    read.max_read_ahead = choice.max;
+    read.max_resident_bytes = choice.bytes;
+    if (!options.index.quiet) {
+      log::Info("tar_shards", choice.summary);
+    }
+  }
   std::vector<tar::RemoteShardReader::Shard> shards;
   for (size_t i = 0; i < objects->size(); ++i) {
     const std::string& url = (*objects)[i].url;
@@ -341,7 +356,7 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
                       sha == checksums.end() ? std::string() : sha->second});
   }
   src->reader_ = std::make_unique<tar::RemoteShardReader>(std::move(store), std::move(shards),
-                                                          src->size_, options.read);
+                                                          src->size_, read);
   return src;
 }
 
@@ -409,6 +424,8 @@ std::optional<SourceIoStats> TarShardSource::IoStats() const {
   s.coalesced_requests = c.coalesced_requests;
   s.coalesced_samples = c.coalesced_samples;
   s.shards_streamed = c.shards_streamed;
+  s.read_ahead = c.read_ahead;
+  s.read_ahead_stalls = c.read_ahead_stalls;
   const remote::ShardCacheStats cache = reader_->cache_stats();
   s.cache_hits = cache.hits;
   s.cache_misses = cache.misses;
@@ -435,11 +452,13 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
   options.mapping.label_ext = label.empty() ? "" : label[0];
   options.index.explicit_index = SourceParamString(params, "index", "");
   options.index.cache_dir = SourceParamString(params, "cache_dir", "");
+  options.choose_read_ahead = true;
+  options.read.read_ahead = -1;
   if (const ParamValue* v = FindParam(params, "read_ahead")) {
     options.read.read_ahead = static_cast<int>(v->AsInt());
   }
   if (const ParamValue* v = FindParam(params, "read_ahead_bytes")) {
-    options.read.max_resident_bytes = static_cast<uint64_t>(v->AsInt());
+    options.read_ahead_bytes = v->AsInt();
   }
   if (const ParamValue* section = FindParam(params, "remote");
       section != nullptr && std::holds_alternative<ParamList>(section->value)) {

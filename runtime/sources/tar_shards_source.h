@@ -40,6 +40,12 @@ struct TarShardOptions {
   // URL paths only: the store's requests and the read patterns.
   remote::RemoteOptions remote;
   tar::RemoteReadOptions read;
+  // URL paths: size the read-ahead from the shards (tar::ChooseReadAhead,
+  // runtime/sources/tar/read_ahead.h) with read.read_ahead and
+  // read_ahead_bytes as the spec's values (-1 = auto), and log the choice.
+  // The tar_shards op sets it; callers that fill `read` themselves do not.
+  bool choose_read_ahead = false;
+  int64_t read_ahead_bytes = -1;
   // Tests: the store to read URLs through (else OpenObjectStore(path)).
   std::shared_ptr<remote::ObjectStore> store;
 };

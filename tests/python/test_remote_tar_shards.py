@@ -138,8 +138,9 @@ def test_http_and_s3_give_the_batches_of_local_shards(tmp_root, shards, order, s
                              shards)
     same(want, got)
     assert stats["remote"] and stats["remote_requests"] > 0 and stats["remote_retries"] == 0
-    # The only failed calls: looking up index.sluice and manifest.json (404).
-    assert stats["remote_failures"] == 2
+    # Looking up the absent index.sluice and manifest.json (HEAD, 404) is
+    # not a failure.
+    assert stats["remote_failures"] == 0
     s3_env.setenv("AWS_ACCESS_KEY_ID", s3.access_key)
     s3_env.setenv("AWS_SECRET_ACCESS_KEY", s3.secret_key)
     s3_env.setenv("AWS_REGION", s3.region)
@@ -183,3 +184,20 @@ def test_resume_from_s3_and_a_wrong_secret(tmp_root, shards, s3, s3_env):
             pass
     assert "403" in str(err.value)
     assert "wrong-secret-value" not in str(err.value)
+
+
+def test_auto_read_ahead_is_sized_and_logged(tmp_root, shards, monkeypatch, capfd):
+    monkeypatch.setenv("SLUICE_CACHE_DIR", os.path.join(tmp_root, "remote_cache_auto"))
+    text = spec("file://${DATA}/shard-{000000..000002}.tar", "shard_shuffle").replace(
+        ", read_ahead: 1", "")
+    path = os.path.join(tmp_root, "remote_auto_read_ahead.plan")
+    sluice.compile(text, path, cpu_targets=FAST_TARGETS, cuda=False)
+    want, _ = batches(compile_spec(tmp_root, "remote_auto_local.plan", "${DATA}",
+                                   "shard_shuffle"), shards)
+    got, stats = batches(path, shards)
+    same(want, got)
+    # Three tiny shards: 2 ahead to start with, room for 16.
+    assert 2 <= stats["read_ahead"] <= 16
+    assert stats["read_ahead_stalls"] >= 0
+    err = capfd.readouterr().err
+    assert "tar_shards: read-ahead 2 shard(s), growing on stalls up to 16 within" in err, err

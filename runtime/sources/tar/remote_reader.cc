@@ -39,6 +39,8 @@ struct RemoteShardReader::Resident {
   uint64_t last_use = 0;
   int readers = 0;
   std::optional<remote::CachedShard> cached;  // with a cache: the pinned entry
+  bool ahead = false;    // started by the read-ahead (not by a read that needed it)
+  bool stalled = false;  // a read already waited for it (counted once)
 };
 
 RemoteShardReader::RemoteShardReader(std::shared_ptr<remote::ObjectStore> store,
@@ -49,6 +51,8 @@ RemoteShardReader::RemoteShardReader(std::shared_ptr<remote::ObjectStore> store,
       num_samples_(num_samples),
       options_(options) {
   options_.read_ahead = std::max(0, options_.read_ahead);
+  options_.max_read_ahead = std::max(options_.read_ahead, options_.max_read_ahead);
+  read_ahead_ = options_.read_ahead;
   options_.prefetch_requests = std::clamp(options_.prefetch_requests, 0, 32);
   resident_.resize(shards_.size());
   pending_.assign(shards_.size(), 0);
@@ -66,7 +70,7 @@ void RemoteShardReader::SetPattern(ReadPattern pattern) {
   pattern_ = pattern;
   whole_shards_ = pattern == ReadPattern::kShardStream || options_.cache != nullptr;
   if (whole_shards_ && fetchers_.empty()) {
-    const int n = std::min(options_.read_ahead + 1, 8);
+    const int n = std::min(options_.max_read_ahead + 1, 8);
     for (int i = 0; i < n; ++i) fetchers_.emplace_back([this] { FetchLoop(); });
   }
 }
@@ -74,7 +78,7 @@ void RemoteShardReader::SetPattern(ReadPattern pattern) {
 uint64_t RemoteShardReader::HintWindow() const {
   if (pattern_ != ReadPattern::kShardStream || shards_.empty()) return 0;
   const uint64_t per_shard = (num_samples_ + shards_.size() - 1) / shards_.size();
-  return per_shard * static_cast<uint64_t>(options_.read_ahead + 1);
+  return per_shard * static_cast<uint64_t>(read_ahead_.load() + 1);
 }
 
 void RemoteShardReader::Cancel() {
@@ -94,7 +98,9 @@ remote::ShardCacheStats RemoteShardReader::cache_stats() const {
 
 RemoteReadCounters RemoteShardReader::counters() const {
   std::lock_guard lock(mutex_);
-  return counters_;
+  RemoteReadCounters c = counters_;
+  c.read_ahead = read_ahead_.load();
+  return c;
 }
 
 Status RemoteShardReader::ReadDirect(const Range& r, uint8_t* out) {
@@ -332,7 +338,8 @@ std::shared_ptr<RemoteShardReader::Resident> RemoteShardReader::StartFetchLocked
   resident_bytes_ += r->charged;
   resident_[shard] = r;
   ++in_flight_;
-  ++counters_.shards_streamed;
+  if (counters_.shards_streamed++ == 0) first_streamed_ = shard;
+  r->ahead = !urgent;
   if (urgent) {
     fetch_queue_.push_front(r);
   } else {
@@ -350,7 +357,7 @@ void RemoteShardReader::ScheduleLocked() {
       wanted_.pop_front();
       continue;
     }
-    if (in_flight_ >= options_.read_ahead + 1) return;
+    if (in_flight_ >= read_ahead_.load() + 1) return;
     if (!MakeRoomLocked(shards_[k].size, /*force=*/false)) return;
     wanted_flag_[k] = false;
     wanted_.pop_front();
@@ -372,7 +379,7 @@ Status RemoteShardReader::ReadStream(const Range& range, uint8_t* out) {
     r = StartFetchLocked(range.shard, /*urgent=*/true);
     if (!hinted_) {
       // No announcements (a caller other than the loader): guess sequential.
-      for (int a = 1; a <= options_.read_ahead; ++a) {
+      for (int a = 1; a <= read_ahead_.load(); ++a) {
         const size_t next = range.shard + static_cast<size_t>(a);
         if (next < shards_.size() && resident_[next] == nullptr && !wanted_flag_[next]) {
           wanted_flag_[next] = true;
@@ -383,6 +390,18 @@ Status RemoteShardReader::ReadStream(const Range& range, uint8_t* out) {
   }
   ++r->readers;
   const uint64_t end = range.offset + range.length;
+  if (r->ahead && !r->stalled && r->shard != first_streamed_ && r->received < end &&
+      r->state != Resident::kFailed && r->state != Resident::kDone) {
+    // The read-ahead started this shard but it has not arrived: it runs too
+    // close behind the reads (the first shard streamed is not counted: every
+    // start waits for it). Auto read-ahead adds a shard (within its max).
+    r->stalled = true;
+    ++counters_.read_ahead_stalls;
+    if (read_ahead_.load() < options_.max_read_ahead) {
+      read_ahead_.store(read_ahead_.load() + 1);
+      ScheduleLocked();
+    }
+  }
   ready_.wait(lock, [&] {
     return r->received >= end || r->state == Resident::kFailed || r->state == Resident::kDone ||
            cancelled_;

@@ -35,6 +35,7 @@
 // store; the destructor cancels and joins the fetch threads.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -56,8 +57,12 @@ namespace sluice::runtime::tar {
 enum class ReadPattern { kRandom, kShardStream };
 
 struct RemoteReadOptions {
-  // kShardStream: shards in flight beyond the one being read (`read_ahead`).
+  // kShardStream: shards in flight beyond the one being read (`read_ahead`)
+  // at first. When max_read_ahead is larger, the reader adds one each time a
+  // read waits for a shard the read-ahead had already started (a stall), up
+  // to max_read_ahead (read_ahead.h chooses both for "auto").
   int read_ahead = 2;
+  int max_read_ahead = 0;  // < read_ahead: fixed at read_ahead
   // kShardStream: bytes of whole shards held in memory at once.
   uint64_t max_resident_bytes = uint64_t{1} << 30;
   // kRandom: coalescing limits (see the file comment).
@@ -83,6 +88,8 @@ struct RemoteReadCounters {
   uint64_t prefetched_requests = 0;  // planned requests issued ahead of their first Read
   uint64_t shards_streamed = 0;      // whole-shard streams started
   uint64_t stream_reads = 0;         // samples read from a streamed shard
+  uint64_t read_ahead_stalls = 0;    // read-ahead shards a read had to wait for
+  int read_ahead = 0;                // shards streamed ahead now
 };
 
 class RemoteShardReader {
@@ -183,6 +190,10 @@ class RemoteShardReader {
   std::deque<std::shared_ptr<Resident>> fetch_queue_;
   uint64_t resident_bytes_ = 0;
   int in_flight_ = 0;  // residents queued or loading
+  // Shards streamed ahead now (options_.read_ahead, grown on stalls up to
+  // options_.max_read_ahead); written under mutex_, read by HintWindow too.
+  std::atomic<int> read_ahead_{0};
+  size_t first_streamed_ = SIZE_MAX;  // the first shard streamed (its wait is no stall)
   uint64_t tick_ = 0;
   bool hinted_ = false;
   std::vector<std::thread> fetchers_;

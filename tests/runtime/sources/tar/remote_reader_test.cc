@@ -236,6 +236,37 @@ TEST(RemoteShardReader, StreamsAnnouncedShardsWithBoundedReadAhead) {
   EXPECT_EQ(reader->counters().stream_reads, 40u);
 }
 
+TEST(RemoteShardReader, AutoReadAheadGrowsWhenAReadWaitsForAShardReadAhead) {
+  Fixture f(6);
+  RemoteReadOptions o;
+  o.read_ahead = 1;
+  o.max_read_ahead = 3;
+  auto reader = f.Make(o, ReadPattern::kShardStream);
+  EXPECT_EQ(reader->counters().read_ahead, 1);
+  f.store->CloseGate();
+  std::vector<Range> order;
+  for (size_t k = 0; k < 6; ++k) {
+    for (uint64_t j = 0; j < 8; ++j) order.push_back(f.Sample(k, j));
+  }
+  reader->WillRead(order);
+  f.store->WaitForWaiting(2);  // shard 0 (needed) and shard 1 (ahead)
+  EXPECT_EQ(f.store->streams.load(), 2);
+  // Reading shard 1 while its stream waits at the gate: a stall. The reader
+  // adds a shard, and a third stream starts.
+  std::thread reading([&] { f.Check(*reader, f.Sample(1, 0)); });
+  f.store->WaitForWaiting(3);
+  EXPECT_EQ(reader->counters().read_ahead, 2);
+  EXPECT_EQ(reader->counters().read_ahead_stalls, 1u);
+  f.store->OpenGate();
+  reading.join();
+  for (const Range& r : order) {
+    if (r.index != 8) f.Check(*reader, r);
+  }
+  const RemoteReadCounters c = reader->counters();
+  EXPECT_LE(c.read_ahead, 3);  // never past max_read_ahead
+  EXPECT_EQ(c.shards_streamed, 6u);
+}
+
 TEST(RemoteShardReader, MemoryBudgetBoundsTheReadAhead) {
   Fixture f(4);
   RemoteReadOptions o;
