@@ -251,8 +251,12 @@ Status HttpStore::WithRetries(const Target& t, const char* verb, Clock::time_poi
 
 double HttpStore::HedgeDelay() const {
   if (options_.hedge_delay_s >= 0) return options_.hedge_delay_s;
-  if (range_latency_.count() < 20) return 2.0;
-  return std::max(0.010, range_latency_.cached_p95());
+  if (range_latency_.count() >= 20) return std::max(0.010, range_latency_.cached_p95());
+  // Too few range reads to trust their p95: 4x the p95 of every call so far
+  // (a source's open makes a HEAD per shard), within [10 ms, 2 s]; with
+  // fewer than 8 calls, 2 s (AWS's guidance for small GETs).
+  if (all_latency_.count() >= 8) return std::clamp(4 * all_latency_.cached_p95(), 0.010, 2.0);
+  return 2.0;
 }
 
 Result<ObjectInfo> HttpStore::Stat(const std::string& url) {

@@ -48,8 +48,9 @@ struct RemoteOptions {
   double backoff_max_s = 2;
   // Hedged range reads: 0 = off; > 0 = start a second request when the first
   // has run this long (and a further one, up to kMaxHedges, each time the
-  // latest has run this long again); < 0 = auto: the observed p95 latency of range reads
-  // (after 20 samples; until then, 2 s), at least 10 ms.
+  // latest has run this long again); < 0 = auto: the observed p95 latency of
+  // range reads, at least 10 ms; before 20 range reads, 4x the p95 of all
+  // calls so far within [10 ms, 2 s] (2 s before 8 calls).
   double hedge_delay_s = -1;
   int max_connections = 16;  // keep-alive connections kept in the pool
 };

@@ -456,6 +456,33 @@ TEST_F(HttpStoreTest, AutoHedgeDelayFollowsObservedLatency) {
   EXPECT_GE(store->stats().hedges, 1u);
 }
 
+TEST_F(HttpStoreTest, AutoHedgeBeforeTwentyRangeReadsFollowsTheCallsSoFar) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Request 10 (the second range read, after 8 HEADs) stalls beyond the
+  // 1.5 s deadline: it succeeds only if it is hedged well before the 2 s a
+  // store without any history would wait.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "delay:1000:9",
+               "--delay-s", "60");
+  RemoteOptions o = Fast();
+  o.hedge_delay_s = -1;
+  o.deadline_s = 1.5;
+  o.max_retries = 0;
+  auto store = Open(proxy.url(), o);
+  for (int i = 0; i < 8; ++i) {
+    auto info = store->Stat(proxy.url() + "/data/blob.bin");
+    ASSERT_TRUE(info) << info.error().ToString();
+  }
+  std::vector<uint8_t> got(4096);
+  for (int i = 0; i < 2; ++i) {
+    auto st = store->ReadRange(proxy.url() + "/data/blob.bin", i * 4096, got.size(), got.data());
+    ASSERT_TRUE(st) << "read " << i << ": " << st.error().ToString();
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + i * 4096));
+  }
+  EXPECT_EQ(store->stats().hedges, 1u);
+}
+
 // A listening socket that never accepts: connects succeed, nothing answers.
 class BlackHole {
  public:
