@@ -70,6 +70,11 @@ struct TunedKnobs {
   int prefetch = -1;
   int cpu_budget = -1;           // the budget the knobs were tuned within
   double images_per_second = 0;  // measured with these knobs when tuned
+  // `sluice tune --memory-budget` and the batch buffer size it measured (bytes,
+  // -1 = none): the loader gives what the budget leaves after the prefetch
+  // buffers to a remote tar_shards read-ahead left auto (docs/remote.md).
+  int64_t memory_budget = -1;
+  int64_t batch_bytes = -1;
 };
 
 // What Plan::Verify checked, for `sluice verify`.

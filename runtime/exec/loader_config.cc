@@ -12,6 +12,7 @@
 #include "plan/plan_document.h"
 #include "runtime/device/cuda_driver.h"
 #include "runtime/plan/plan_internal.h"
+#include "runtime/sources/tar_shards_source.h"
 
 namespace sluice::runtime {
 namespace {
@@ -331,6 +332,18 @@ Status ResolveKnobs(const Plan& p, const LoaderOptions& options, const LoaderEnv
   return Ok();
 }
 
+// A remote tar_shards read-ahead left auto gets what the tuned memory budget
+// leaves after the (prefetch + 1) batch buffers (runtime/sources/tar/read_ahead.h);
+// without a tuned budget the source sizes it from the machine's memory.
+void ResolveReadAheadBudget(const Plan& p, LoaderConfig& c) {
+  const TunedKnobs& tuned = p.tuned();
+  if (c.source_format != "tar_shards" || tuned.memory_budget <= 0) return;
+  const int64_t buffers =
+      static_cast<int64_t>(c.prefetch + 1) * std::max<int64_t>(0, tuned.batch_bytes);
+  c.source_params[kReadAheadBudgetParam] =
+      ParamValue{std::max<int64_t>(0, tuned.memory_budget - buffers)};
+}
+
 }  // namespace
 
 LoaderEnvironment LoaderEnvironment::FromProcess(std::function<Status(int ordinal)> open_gpu) {
@@ -376,6 +389,7 @@ Result<LoaderConfig> ResolveLoaderConfig(const Plan& p, const LoaderOptions& opt
   SLUICE_RETURN_IF_ERROR(ResolveSampling(p, options, env, c));
   ResolvePolicy(p, options, c);
   SLUICE_RETURN_IF_ERROR(ResolveKnobs(p, options, env, c));
+  ResolveReadAheadBudget(p, c);
   return c;
 }
 

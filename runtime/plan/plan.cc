@@ -344,6 +344,13 @@ Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const Plan
   if (d.tuned) {
     plan.tuned = TunedKnobs{d.tuned->threads, d.tuned->in_flight, d.tuned->prefetch,
                             d.tuned->cpu_budget, d.tuned->images_per_second};
+    auto info_int = [&](const char* key) {
+      const auto it = d.tuned->info.find(key);
+      return it != d.tuned->info.end() && it->is_number_integer() ? it->get<int64_t>()
+                                                                  : int64_t{-1};
+    };
+    plan.tuned.memory_budget = info_int("memory_budget");
+    plan.tuned.batch_bytes = info_int("batch_bytes");
   }
   SLUICE_RETURN_IF_ERROR(OpenKernels(r, where, dir, plan, load_kernels));
   return impl;

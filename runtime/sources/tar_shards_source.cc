@@ -339,8 +339,9 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
   if (options.choose_read_ahead) {
     std::vector<uint64_t> sizes;
     for (const remote::ObjectInfo& o : *objects) sizes.push_back(o.size);
-    const tar::ReadAheadChoice choice = tar::ChooseReadAhead(
-        sizes, options.read.read_ahead, options.read_ahead_bytes, tar::PhysicalMemoryBytes());
+    const tar::ReadAheadChoice choice =
+        tar::ChooseReadAhead(sizes, options.read.read_ahead, options.read_ahead_bytes,
+                             options.read_ahead_budget, tar::PhysicalMemoryBytes());
     read.read_ahead = choice.start;
     read.max_read_ahead = choice.max;
     read.max_resident_bytes = choice.bytes;
@@ -459,6 +460,9 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
   }
   if (const ParamValue* v = FindParam(params, "read_ahead_bytes")) {
     options.read_ahead_bytes = v->AsInt();
+  }
+  if (const ParamValue* v = FindParam(params, kReadAheadBudgetParam)) {
+    options.read_ahead_budget = v->AsInt();
   }
   if (const ParamValue* section = FindParam(params, "remote");
       section != nullptr && std::holds_alternative<ParamList>(section->value)) {

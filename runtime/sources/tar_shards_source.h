@@ -46,6 +46,7 @@ struct TarShardOptions {
   // The tar_shards op sets it; callers that fill `read` themselves do not.
   bool choose_read_ahead = false;
   int64_t read_ahead_bytes = -1;
+  int64_t read_ahead_budget = -1;  // kReadAheadBudgetParam; -1 = no tuned budget
   // Tests: the store to read URLs through (else OpenObjectStore(path)).
   std::shared_ptr<remote::ObjectStore> store;
 };
@@ -148,5 +149,9 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params);
 // Splits an `image` param ("jpg;jpeg, png", ".PNG") into lower-case
 // extensions without dots.
 std::vector<std::string> SplitExtensions(const std::string& text);
+
+// A source param the loader adds (never a spec's): the bytes the plan's tuned
+// memory budget leaves after the prefetch buffers (runtime/exec/loader_config.cc).
+inline constexpr const char* kReadAheadBudgetParam = "__read_ahead_budget";
 
 }  // namespace sluice::runtime

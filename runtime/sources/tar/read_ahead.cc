@@ -26,12 +26,16 @@ uint64_t PhysicalMemoryBytes() {
 }
 
 ReadAheadChoice ChooseReadAhead(const std::vector<uint64_t>& shard_sizes, int user_read_ahead,
-                                int64_t user_bytes, uint64_t physical_memory) {
+                                int64_t user_bytes, int64_t tuned_budget,
+                                uint64_t physical_memory) {
   ReadAheadChoice c;
   std::string bytes_why;
   if (user_bytes >= 0) {
     c.bytes = static_cast<uint64_t>(user_bytes);
     bytes_why = "read_ahead_bytes";
+  } else if (tuned_budget >= 0) {
+    c.bytes = static_cast<uint64_t>(tuned_budget);
+    bytes_why = "what the tuned memory budget leaves after the batch buffers";
   } else {
     c.bytes = physical_memory > 0 ? std::min(kMaxAutoBytes, physical_memory / 8) : kMaxAutoBytes;
     bytes_why = physical_memory > 0 && physical_memory / 8 < kMaxAutoBytes

@@ -2,7 +2,9 @@
 // shard_shuffle or sequential over URLs; docs/remote.md "Tuning"), when the
 // spec leaves `read_ahead` / `read_ahead_bytes` to Sluice (-1, the default).
 //
-//  - bytes: the spec's read_ahead_bytes, else 1/8 of the machine's memory,
+//  - bytes: the spec's read_ahead_bytes; else, for a plan tuned with
+//    `sluice tune --memory-budget`, what that budget leaves after the
+//    loader's (prefetch + 1) batch buffers; else 1/8 of the machine's memory,
 //    at most 1 GiB: whole shards held in memory at once (streaming into,
 //    being read, or waiting to be read). A shard larger than this is read
 //    sample by sample instead.
@@ -26,10 +28,11 @@ struct ReadAheadChoice {
   std::string summary;  // one line for the log: what, and why
 };
 
-// user_read_ahead / user_bytes: the spec's values, -1 = auto.
-// physical_memory: bytes of RAM (0 = unknown: the 1 GiB cap applies).
+// user_read_ahead / user_bytes: the spec's values, -1 = auto. tuned_budget:
+// the bytes a tuned memory budget leaves (-1 = none). physical_memory: bytes
+// of RAM (0 = unknown: the 1 GiB cap applies).
 ReadAheadChoice ChooseReadAhead(const std::vector<uint64_t>& shard_sizes, int user_read_ahead,
-                                int64_t user_bytes, uint64_t physical_memory);
+                                int64_t user_bytes, int64_t tuned_budget, uint64_t physical_memory);
 
 // Bytes of physical memory (sysconf), or 0 when unknown.
 uint64_t PhysicalMemoryBytes();

@@ -163,6 +163,47 @@ TEST_F(TarShardsRemoteTest, AShardCacheIsFilledOnceThenServesEveryRead) {
   }
 }
 
+// Left auto, the read-ahead is sized from the plan's tuned memory budget
+// (what it leaves after the prefetch + 1 batch buffers) when there is one.
+TEST_F(TarShardsRemoteTest, AutoReadAheadFollowsTheTunedMemoryBudget) {
+  uint64_t largest = 0;
+  for (int k = 0; k < 3; ++k) {
+    largest = std::max<uint64_t>(
+        largest, fs::file_size(shards_->path() / ("shard-00000" + std::to_string(k) + ".tar")));
+  }
+  const int64_t batch_bytes = 1000;
+  auto plan_with = [&](const std::string& name, const json& tuned) {
+    return EditedPlan(work_->path(), name, [&](json& j) {
+      j["sampling"]["order"] = "shard_shuffle";
+      j["source"]["format"] = "tar_shards";
+      j["source"]["params"] = {{"path", Url() + "/shard-{000000..000002}.tar"},
+                               {"image", "jpg"},
+                               {"label", "cls"},
+                               {"index", ""},
+                               {"cache_dir", cache_->path().string()}};
+      if (!tuned.is_null()) j["tuned"] = tuned;
+    });
+  };
+  Loader local = Make(TarPlan("ra-local.plan", "${DATA}", "shard_shuffle"), 2);
+  auto want = ReadEpoch(local);
+  ASSERT_TRUE(want.has_value());
+  // No tuned budget: 2 shards ahead to start with (tiny shards: room for more).
+  Loader untuned = Make(plan_with("ra-untuned.plan", json()), 2);
+  auto got = ReadEpoch(untuned);
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  EXPECT_TRUE(got->batches == want->batches);
+  EXPECT_GE(untuned.Stats().read_ahead, 2);
+  // A budget that leaves, after 3 batch buffers (prefetch 2 + 1), room for
+  // the shard being read and one more: read-ahead 1, and it cannot grow.
+  const int64_t budget = static_cast<int64_t>(2 * largest + largest / 2) + 3 * batch_bytes;
+  Loader tuned = Make(
+      plan_with("ra-tuned.plan", {{"memory_budget", budget}, {"batch_bytes", batch_bytes}}), 2);
+  got = ReadEpoch(tuned);
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  EXPECT_TRUE(got->batches == want->batches);
+  EXPECT_EQ(tuned.Stats().read_ahead, 1);
+}
+
 // A shard whose bytes do not match the manifest's SHA-256 is not kept in the
 // shard cache: the index is still built (from a plain stream), and the
 // shard's samples, not the whole source, fail and follow on_error.
