@@ -218,7 +218,10 @@ def hang_shard(tmp_root, env, http, order, policy, name):
     url = proxy.url + "/shards/" + PATTERN
     build_index(tmp_root, url, order, name + "_index.plan")
     plan = compile_spec(tmp_root, name + ".plan", spec(
-        url, order, policy=policy, remote="connect_timeout_s: 1, deadline_s: 1.5, max_retries: 1"))
+        url, order, policy=policy,
+        # A deadline the healthy shards' requests meet even on a loaded 2-core
+        # machine (the proxy is Python); no hedges: they would only hang too.
+        remote="connect_timeout_s: 2, deadline_s: 3, max_retries: 0, hedge_delay_s: 0"))
     proxy.set_faults([("hang", 1, 0)], match="shard-000001.tar", methods=("GET",))
     return proxy, plan
 
@@ -233,7 +236,7 @@ def test_a_dead_shard_hits_the_deadline_and_fails_naming_the_url(tmp_root, env, 
             epoch(plan)
         took = time.monotonic() - start
     # deadline_s bounds each sample's request; a few samples may wait at once.
-    assert took < 20, took
+    assert took < 30, took
     message = str(err.value)
     assert "shard-000001.tar" in message and host in message, message
     assert "deadline" in message or "timed out" in message or "timeout" in message, message
