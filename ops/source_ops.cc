@@ -183,6 +183,13 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                               "writable; \"\" = $SLUICE_CACHE_DIR, else "
                               "$XDG_CACHE_HOME/sluice, else ~/.cache/sluice.",
                        .default_value = VStr("")},
+              ParamDef{.name = "page_cache_prefetch",
+                       .type = ParamType::kBool,
+                       .doc = "Local paths: ask the kernel to read the members of the samples "
+                              "the loader will read next (this batch and 256 samples on) into "
+                              "the page cache ahead of the workers (posix_fadvise WILLNEED "
+                              "from one helper thread); false = read on demand.",
+                       .default_value = VBool(true)},
               ParamDef{.name = "read_ahead",
                        .type = ParamType::kInt,
                        .doc = "URL paths, order shard_shuffle or sequential (or with a cache): "

@@ -23,7 +23,9 @@
 # request and shares one SLOW_MBPS link among all reads (a network file system
 # or cold disk). The mount is made fresh for each run (and its backing files
 # evicted as above), so the run starts with no cached page, entry or attribute.
-# Slow runs add a fourth contender, shards_ss: the shards with
+# shards_nopf reads the shards with `page_cache_prefetch: false` (no
+# posix_fadvise WILLNEED of the announced members). Slow runs add
+# shards_ss: the shards with
 # `order: shard_shuffle` and a 1024-sample buffer. Needs /dev/fuse, root and
 # python3-fusepy.
 #
@@ -76,12 +78,19 @@ sed 's/^  order: shuffle$/  order: shard_shuffle\n  shuffle_buffer: 1024/' \
   examples/imagenet_train_shards.yaml >"$WORK/shards_ss.yaml"
 grep -q 'order: shard_shuffle' "$WORK/shards_ss.yaml"
 "$BUILD/sluice" compile "$WORK/shards_ss.yaml" -o "$WORK/shards_ss.plan" >&2
+# The same shards without the page-cache prefetch (read on demand): what the
+# prefetch of announced members gives, measured in the same run.
+sed 's/^\(  path: .*\)$/\1\n  page_cache_prefetch: false/' \
+  examples/imagenet_train_shards.yaml >"$WORK/shards_nopf.yaml"
+grep -q 'page_cache_prefetch: false' "$WORK/shards_nopf.yaml"
+"$BUILD/sluice" compile "$WORK/shards_nopf.yaml" -o "$WORK/shards_nopf.plan" >&2
 
 # name plan data-dir files-dir
 CONTENDERS=(
   "folder $WORK/folder.plan $WORK/folder $WORK/folder/train"
   "shards $WORK/shards.plan $WORK/shards $WORK/shards"
   "shards512 $WORK/shards.plan $WORK/shards512 $WORK/shards512"
+  "shards_nopf $WORK/shards_nopf.plan $WORK/shards $WORK/shards"
 )
 run() {  # name plan data cache
   "$BUILD/sluice_e2e_loader" "$2" "$3" --threads "$THREADS" --batches "$BATCHES" \

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -137,6 +138,7 @@ std::vector<std::string> SplitExtensions(const std::string& text) {
 }
 
 TarShardSource::~TarShardSource() {
+  prefetcher_.reset();  // joins its thread: it may be using the descriptors
   for (const Shard& s : shards_) {
     if (s.fd >= 0) ::close(s.fd);
   }
@@ -209,6 +211,7 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::Open(const TarShardOptio
   auto classes = ReadClassNames(fs::path(files.front().absolute).parent_path());
   if (!classes) return std::unexpected(classes.error());
   src->classes_ = std::move(*classes);
+  if (options.page_cache_prefetch) src->prefetcher_ = std::make_unique<tar::PageCachePrefetcher>();
   return src;
 }
 
@@ -395,10 +398,30 @@ void TarShardSource::SetAccessPattern(AccessPattern pattern) {
 }
 
 uint64_t TarShardSource::ReadHintWindow() const {
-  return reader_ == nullptr ? 0 : reader_->HintWindow();
+  if (reader_ != nullptr) return reader_->HintWindow();
+  return prefetcher_ != nullptr ? kLocalHintWindow : 0;
 }
 
 void TarShardSource::WillRead(std::span<const uint64_t> indices) const {
+  if (prefetcher_ != nullptr) {
+    // In chunks from the stack: the loader's lock is held, no allocation.
+    constexpr size_t kChunk = 64;
+    std::array<tar::PageCachePrefetcher::Range, kChunk> chunk;
+    size_t n = 0;
+    for (uint64_t i : indices) {
+      if (i >= size_) continue;
+      const Shard& s = ShardOf(i);
+      const tar::SampleRecord& r = s.records[i - s.start];
+      if (r.bad() || !s.disagreement.empty()) continue;  // Read fails without I/O
+      chunk[n++] = {s.fd, r.offset - tar::kBlockSize, tar::kBlockSize + r.size};
+      if (n == kChunk) {
+        prefetcher_->Announce(std::span(chunk.data(), n));
+        n = 0;
+      }
+    }
+    prefetcher_->Announce(std::span(chunk.data(), n));
+    return;
+  }
   if (reader_ == nullptr) return;
   std::vector<tar::RemoteShardReader::Range> ranges;
   ranges.reserve(indices.size());
@@ -415,6 +438,11 @@ void TarShardSource::WillRead(std::span<const uint64_t> indices) const {
 
 void TarShardSource::CancelReads() const {
   if (reader_ != nullptr) reader_->Cancel();
+  if (prefetcher_ != nullptr) prefetcher_->Cancel();
+}
+
+tar::PageCachePrefetcher::Counters TarShardSource::prefetch_counters() const {
+  return prefetcher_ != nullptr ? prefetcher_->counters() : tar::PageCachePrefetcher::Counters{};
 }
 
 std::optional<SourceIoStats> TarShardSource::IoStats() const {
@@ -460,6 +488,9 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
   }
   if (const ParamValue* v = FindParam(params, "read_ahead_bytes")) {
     options.read_ahead_bytes = v->AsInt();
+  }
+  if (const ParamValue* v = FindParam(params, "page_cache_prefetch")) {
+    options.page_cache_prefetch = v->AsBool();
   }
   if (const ParamValue* v = FindParam(params, kReadAheadBudgetParam)) {
     options.read_ahead_budget = v->AsInt();

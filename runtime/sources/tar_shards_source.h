@@ -24,6 +24,7 @@
 #include "runtime/remote/object_store.h"
 #include "runtime/sources/source.h"
 #include "runtime/sources/tar/index_store.h"
+#include "runtime/sources/tar/page_cache_prefetch.h"
 #include "runtime/sources/tar/remote_reader.h"
 #include "runtime/sources/tar/shard_index.h"
 
@@ -47,6 +48,9 @@ struct TarShardOptions {
   bool choose_read_ahead = false;
   int64_t read_ahead_bytes = -1;
   int64_t read_ahead_budget = -1;  // kReadAheadBudgetParam; -1 = no tuned budget
+  // Local paths: announced samples' members are read into the page cache
+  // ahead of the workers (tar::PageCachePrefetcher).
+  bool page_cache_prefetch = true;
   // Tests: the store to read URLs through (else OpenObjectStore(path)).
   std::shared_ptr<remote::ObjectStore> store;
 };
@@ -86,9 +90,12 @@ class TarShardSource final : public Source {
   std::vector<uint64_t> ShardStarts() const override;
 
   // URL paths: the read pattern (runtime/sources/tar/remote_reader.h), hints,
-  // cancellation and request counters. No-ops (nullopt) for local paths.
+  // cancellation and request counters (nullopt for local paths). Local paths
+  // with page_cache_prefetch take hints too: the announced members go to
+  // the page-cache prefetcher, kLocalHintWindow samples ahead.
+  static constexpr uint64_t kLocalHintWindow = 256;
   void SetAccessPattern(AccessPattern pattern) override;
-  bool WantsReadHints() const override { return reader_ != nullptr; }
+  bool WantsReadHints() const override { return reader_ != nullptr || prefetcher_ != nullptr; }
   uint64_t ReadHintWindow() const override;
   void WillRead(std::span<const uint64_t> indices) const override;
   void CancelReads() const override;
@@ -100,6 +107,8 @@ class TarShardSource final : public Source {
   const std::string& index_path() const { return index_path_; }
   bool index_built() const { return index_built_; }
   size_t num_shards() const { return shards_.size(); }
+  // The page-cache prefetcher's counters (zeros when there is none).
+  tar::PageCachePrefetcher::Counters prefetch_counters() const;
 
  private:
   struct Shard {
@@ -136,6 +145,7 @@ class TarShardSource final : public Source {
   std::string index_path_;
   bool index_built_ = false;
   std::unique_ptr<tar::RemoteShardReader> reader_;       // URL paths
+  std::unique_ptr<tar::PageCachePrefetcher> prefetcher_;  // local paths; reset before the fds close
   std::vector<std::string> secrets_;                     // remote::UrlSecrets(path)
   mutable std::atomic<bool> nowait_unsupported_{false};  // preadv2 said EOPNOTSUPP
 };

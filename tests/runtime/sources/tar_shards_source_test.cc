@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -298,6 +299,60 @@ TEST(TarShardSource, ReadIfReadyReadsMembersInThePageCacheAndFailsBadSamplesAtOn
     EXPECT_FALSE(src->ReadIfReady(5, buf).has_value());
     EXPECT_EQ(Contents(*src, 5), "img-1-1");
   }
+}
+
+// Evicts `path` from the page cache; true when nothing of it stays resident
+// (tmpfs keeps its pages: then the caller skips).
+bool Evict(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  return NoneResident(path);
+}
+
+TEST(TarShardSource, AnnouncedLocalMembersArePrefetchedIntoThePageCache) {
+  TempDir dir;
+  const fs::path data = dir.path() / "data";
+  fs::create_directories(data);
+  std::vector<std::pair<std::string, std::string>> members;
+  for (int j = 0; j < 8; ++j) {  // 64 KiB images: pages of their own
+    members.push_back({"k" + std::to_string(j) + ".jpg", std::string(65536, 'a' + j)});
+    members.push_back({"k" + std::to_string(j) + ".cls", std::to_string(j)});
+  }
+  WriteShard((data / "shard-000000.tar").string(), members);
+  auto src = MustOpen(Options(data.string()));
+  ASSERT_NE(src, nullptr);
+  EXPECT_TRUE(src->WantsReadHints());
+  EXPECT_EQ(src->ReadHintWindow(), TarShardSource::kLocalHintWindow);
+  if (!Evict(data / "shard-000000.tar")) GTEST_SKIP() << "this file system keeps its pages";
+  std::vector<uint8_t> buf;
+  ASSERT_FALSE(src->ReadIfReady(2, buf).has_value());  // needs the disk
+
+  const std::vector<uint64_t> next = {2, 5, 6};
+  src->WillRead(next);
+  for (uint64_t i : next) {  // resident soon, with no read of ours
+    std::optional<Result<size_t>> got;
+    for (int tries = 0; tries < 1000 && !(got = src->ReadIfReady(i, buf)); ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(got.has_value()) << "sample " << i << " never became resident";
+    ASSERT_TRUE(got->has_value()) << got->error().ToString();
+    EXPECT_EQ(std::string(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(**got)),
+              std::string(65536, 'a' + static_cast<char>(i)));
+  }
+  EXPECT_FALSE(src->ReadIfReady(3, buf).has_value());  // not announced: still on disk
+  EXPECT_EQ(src->prefetch_counters().advised, 3u);
+  EXPECT_EQ(src->prefetch_counters().dropped, 0u);
+
+  // Off: no hints wanted, nothing prefetched.
+  TarShardOptions off = Options(data.string());
+  off.page_cache_prefetch = false;
+  auto plain = MustOpen(off);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_FALSE(plain->WantsReadHints());
+  EXPECT_EQ(plain->ReadHintWindow(), 0u);
 }
 
 TEST(TarShardSource, TruncatedAndBadChecksumShardsKeepTheirReadablePrefix) {
