@@ -22,6 +22,7 @@
 # Environment: BUILD [build-bench], THREADS [nproc], WARMUP [2], BATCHES [16],
 #   IMAGES [(WARMUP+BATCHES+1)*256], SHARD_SIZE [32MB], ROUNDS [3], SEED [1],
 #   MOTO [1], ONLY [a regex: run only the contenders whose names match],
+#   PERF_DIR [unset: a directory for one `perf record -g` file per run],
 #   LOG [$BUILD/remote/results.log]
 set -euo pipefail
 
@@ -145,7 +146,9 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     read -r name plan data port <<<"$c"
     if [[ -n "${ONLY:-}" && ! "$name" =~ $ONLY ]]; then continue; fi
     if [[ "$port" == - ]]; then unset AWS_ENDPOINT_URL; else export AWS_ENDPOINT_URL="http://127.0.0.1:$port"; fi
-    "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
+    wrap=()  # PERF_DIR: profile each run (perf record -g, one file per run)
+    [[ -z "${PERF_DIR:-}" ]] || wrap=(perf record -q -F 499 -g -o "$PERF_DIR/$name.$round.data" --)
+    "${wrap[@]}" "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
       --batches "$BATCHES" --warmup "$WARMUP" --name "$name" |
       sed -n -e "s/^REMOTE /REMOTE $name /p" -e '/^RESULT /p' | tee -a "$LOG" >&2
   done
