@@ -329,6 +329,15 @@ bool RemoteShardReader::MakeRoomLocked(uint64_t bytes, bool force) {
   return true;
 }
 
+bool RemoteShardReader::FinishingStreamLocked() const {
+  for (const auto& r : resident_) {
+    if (r != nullptr && r->state == Resident::kLoading && r->received == shards_[r->shard].size) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::shared_ptr<RemoteShardReader::Resident> RemoteShardReader::StartFetchLocked(size_t shard,
                                                                                  bool urgent) {
   auto r = std::make_shared<Resident>();
@@ -372,10 +381,23 @@ Status RemoteShardReader::ReadStream(const Range& range, uint8_t* out) {
   std::shared_ptr<Resident> r = resident_[range.shard];
   if (r == nullptr) {
     const uint64_t size = shards_[range.shard].size;
-    if (size > options_.max_resident_bytes || !MakeRoomLocked(size, /*force=*/true)) {
+    const bool fits = size <= options_.max_resident_bytes;
+    bool room = fits && MakeRoomLocked(size, /*force=*/true);
+    // When the budget is held by streams that have delivered all their bytes
+    // and are only finishing, wait for them (Fetch notifies) rather than read
+    // this shard sample by sample.
+    while (!room && fits && !cancelled_ && FinishingStreamLocked()) {
+      ready_.wait(lock);
+      if ((r = resident_[range.shard]) != nullptr) break;  // another read started it
+      room = MakeRoomLocked(size, /*force=*/true);
+    }
+    if (cancelled_) return CancelledError();
+    if (r == nullptr && !room) {
       lock.unlock();
       return ReadDirect(range, out);
     }
+  }
+  if (r == nullptr) {
     r = StartFetchLocked(range.shard, /*urgent=*/true);
     if (!hinted_) {
       // No announcements (a caller other than the loader): guess sequential.

@@ -26,7 +26,8 @@
 // not yet read. A Read waits only until its member's bytes have arrived (not
 // for the whole shard). Shards in memory (in flight included) hold at most
 // max_resident_bytes; beyond that read-ahead waits, and a Read that finds no
-// room (every shard in memory still being read) reads its sample alone. A
+// room (every shard in memory still being read) reads its sample alone (after
+// waiting for any stream that has all its bytes to return). A
 // shard larger than max_resident_bytes is read sample by sample. A shard
 // whose stream fails stays failed until evicted: its samples fail fast with
 // the stream's error (the store's message: URL and last HTTP status).
@@ -152,6 +153,9 @@ class RemoteShardReader {
   // Frees memory until `bytes` more fit; `force` may evict shards that still
   // have announced reads. False when not possible.
   bool MakeRoomLocked(uint64_t bytes, bool force);
+  // Whether a stream has delivered all its shard's bytes but not returned
+  // yet (its shard cannot be evicted until it does).
+  bool FinishingStreamLocked() const;
   void ScheduleLocked();
   // kRandom: loads planned groups in announcement order (a prefetch thread).
   void PrefetchLoop();

@@ -283,9 +283,10 @@ TEST(RemoteShardReader, MemoryBudgetBoundsTheReadAhead) {
   EXPECT_EQ(f.store->streams.load(), 2);
   f.store->OpenGate();
   for (const Range& r : order) f.Check(*reader, r);
-  EXPECT_EQ(f.store->streams.load(), 4);  // each shard once: evicted only when read
-  // (A read may still go alone, as a range read, when the budget is held by a
-  // shard whose stream has delivered every sample but is not finished yet.)
+  // Each shard streamed once, evicted only when read: a read that finds the
+  // budget held by a stream that has all its bytes but has not returned yet
+  // waits for it instead of reading its shard sample by sample.
+  EXPECT_EQ(f.store->streams.load(), 4);
   // A shard larger than the budget is read sample by sample.
   RemoteReadOptions small;
   small.max_resident_bytes = f.shard_size / 2;
