@@ -1,6 +1,7 @@
 #include "runtime/sources/tar/remote_reader.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -178,7 +179,9 @@ void RemoteShardReader::DropGroupLocked(const std::shared_ptr<Group>& g) {
   }
   // Readers copy under the lock, so only a request in flight still uses the
   // bytes: keep the buffer for a later group otherwise.
-  if (g->state != Group::kLoading && g->bytes.capacity() > 0 && spare_buffers_.size() < 64) {
+  if (g->state != Group::kLoading && !g->bytes.empty() && spare_buffers_.size() < 64 &&
+      spare_bytes_ + g->bytes.size() <= kMaxSpareBytes) {
+    spare_bytes_ += g->bytes.size();
     spare_buffers_.push_back(std::move(g->bytes));
     g->bytes = {};
   }
@@ -278,9 +281,15 @@ void RemoteShardReader::LoadGroup(const std::shared_ptr<Group>& g,
   if (!spare_buffers_.empty()) {
     bytes = std::move(spare_buffers_.back());
     spare_buffers_.pop_back();
+    spare_bytes_ -= bytes.size();
   }
   lock.unlock();
-  bytes.resize(g->length);
+  if (bytes.size() < g->length) {
+    // Sized once, rounded up, so that later groups reuse it as it is: no
+    // copy of old bytes, no zero-filling and no fresh pages per request.
+    bytes = std::vector<uint8_t>();
+    bytes.resize(std::bit_ceil(std::max<uint64_t>(g->length, 128 << 10)));
+  }
   Status st = store_->ReadRange(shards_[g->shard].url, g->offset, g->length, bytes.data());
   lock.lock();
   g->bytes = std::move(bytes);

@@ -185,7 +185,11 @@ class RemoteShardReader {
   std::deque<std::weak_ptr<Group>> prefetch_queue_;  // planned, not yet requested
   std::condition_variable prefetch_work_;            // prefetch_queue_ grew
   std::vector<std::thread> prefetchers_;
-  std::vector<std::vector<uint8_t>> spare_buffers_;  // dropped groups' bytes, reused
+  // Dropped groups' buffers (each at least its group's length, rounded up to
+  // a power of two), reused by later groups; at most kMaxSpareBytes in all.
+  static constexpr uint64_t kMaxSpareBytes = 32 << 20;
+  std::vector<std::vector<uint8_t>> spare_buffers_;
+  uint64_t spare_bytes_ = 0;
   // kShardStream.
   std::vector<std::shared_ptr<Resident>> resident_;  // per shard, or null
   std::vector<int64_t> pending_;                     // announced reads not yet done
