@@ -276,7 +276,10 @@ std::optional<Result<size_t>> TarShardSource::ReadWith(size_t i, std::vector<uin
   uint8_t header[tar::kBlockSize];
   const int64_t got =
       ReadMember(s.fd, r.offset - tar::kBlockSize, header, buffer.data(), r.size, flags);
-  if (got == -EAGAIN && (flags & RWF_NOWAIT)) return std::nullopt;
+  if (got == -EAGAIN && (flags & RWF_NOWAIT)) {
+    nowait_misses_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
   if (got == -EOPNOTSUPP && (flags & RWF_NOWAIT)) {
     nowait_unsupported_.store(true, std::memory_order_relaxed);  // e.g. an older FUSE
     return std::nullopt;
@@ -404,6 +407,13 @@ uint64_t TarShardSource::ReadHintWindow() const {
 
 void TarShardSource::WillRead(std::span<const uint64_t> indices) const {
   if (prefetcher_ != nullptr) {
+    const uint64_t misses = nowait_misses_.load(std::memory_order_relaxed);
+    if (misses != misses_seen_) {
+      misses_seen_ = misses;
+      prefetch_calls_left_ = kPrefetchCallsAfterMiss;
+    }
+    if (prefetch_calls_left_ == 0) return;  // the page cache serves every read
+    --prefetch_calls_left_;
     // In chunks from the stack: the loader's lock is held, no allocation.
     constexpr size_t kChunk = 64;
     std::array<tar::PageCachePrefetcher::Range, kChunk> chunk;

@@ -92,8 +92,13 @@ class TarShardSource final : public Source {
   // URL paths: the read pattern (runtime/sources/tar/remote_reader.h), hints,
   // cancellation and request counters (nullopt for local paths). Local paths
   // with page_cache_prefetch take hints too: the announced members go to
-  // the page-cache prefetcher, kLocalHintWindow samples ahead.
+  // the page-cache prefetcher, kLocalHintWindow samples ahead. Only while
+  // the page cache misses: a WillRead prefetches if a ReadIfReady found its
+  // member not resident within the last kPrefetchCallsAfterMiss WillReads
+  // (and for the first ones); with every read served from the page cache,
+  // announcements are dropped at no cost.
   static constexpr uint64_t kLocalHintWindow = 256;
+  static constexpr int kPrefetchCallsAfterMiss = 16;
   void SetAccessPattern(AccessPattern pattern) override;
   bool WantsReadHints() const override { return reader_ != nullptr || prefetcher_ != nullptr; }
   uint64_t ReadHintWindow() const override;
@@ -148,6 +153,10 @@ class TarShardSource final : public Source {
   std::unique_ptr<tar::PageCachePrefetcher> prefetcher_;  // local paths; reset before the fds close
   std::vector<std::string> secrets_;                     // remote::UrlSecrets(path)
   mutable std::atomic<bool> nowait_unsupported_{false};  // preadv2 said EOPNOTSUPP
+  mutable std::atomic<uint64_t> nowait_misses_{0};       // ReadIfReady: not resident
+  // WillRead's state (its callers hold the loader's lock: one at a time).
+  mutable uint64_t misses_seen_ = 0;
+  mutable int prefetch_calls_left_ = kPrefetchCallsAfterMiss;
 };
 
 // The registry's open function: params path, image ("jpg;jpeg;png": ';' or

@@ -355,6 +355,36 @@ TEST(TarShardSource, AnnouncedLocalMembersArePrefetchedIntoThePageCache) {
   EXPECT_EQ(plain->ReadHintWindow(), 0u);
 }
 
+// Polls until the source's prefetcher has advised `n` ranges (at most 10 s).
+bool WaitAdvised(const TarShardSource& src, uint64_t n) {
+  for (int i = 0; i < 1000 && src.prefetch_counters().advised < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return src.prefetch_counters().advised == n;
+}
+
+TEST(TarShardSource, PrefetchPausesWhileThePageCacheServesEveryRead) {
+  TempDir dir;
+  const fs::path data = dir.path() / "data";
+  MakeShards(data, 1, 4);
+  auto src = MustOpen(Options(data.string()));
+  ASSERT_NE(src, nullptr);
+  const std::vector<uint64_t> one = {0};
+  const uint64_t calls = TarShardSource::kPrefetchCallsAfterMiss;
+  for (uint64_t c = 0; c < calls; ++c) src->WillRead(one);  // the first ones prefetch
+  ASSERT_TRUE(WaitAdvised(*src, calls));
+  std::vector<uint8_t> buf;
+  ASSERT_TRUE(src->ReadIfReady(1, buf).has_value());  // resident: no miss
+  src->WillRead(one);                                 // nothing missed: dropped
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(src->prefetch_counters().advised, calls);
+
+  if (!Evict(data / "shard-000000.tar")) GTEST_SKIP() << "this file system keeps its pages";
+  ASSERT_FALSE(src->ReadIfReady(2, buf).has_value());  // a miss: prefetch resumes
+  src->WillRead(one);
+  EXPECT_TRUE(WaitAdvised(*src, calls + 1));
+}
+
 TEST(TarShardSource, TruncatedAndBadChecksumShardsKeepTheirReadablePrefix) {
   TempDir dir;
   const fs::path data = dir.path() / "data";
