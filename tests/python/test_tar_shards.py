@@ -23,14 +23,15 @@ NUM = 20
 PER_SHARD = 7
 
 
-def spec(path):
+def spec(path, source_extra="", order="sequential"):
     return ("sluice: 1\nname: py_tar_shards\n"
-            "source: {format: tar_shards, path: \"%s\"}\n"
-            "sampling: {order: sequential, remainder: pad}\ngraph:\n"
+            "source: {format: tar_shards, path: \"%s\"%s}\n"
+            "sampling: {order: %s, remainder: pad}\ngraph:\n"
             "  - decode_image: {in: jpg, out: image, color: rgb, alpha: drop}\n"
             "  - center_crop: {size: [%d, %d]}\n"
             "batch: {size: 4, fields: {image: image, label: cls}}\n"
-            "output: {device: cpu, prefetch: 2, on_error: {policy: fail}}\n" % (path, CROP, CROP))
+            "output: {device: cpu, prefetch: 2, on_error: {policy: fail}}\n"
+            % (path, source_extra, order, CROP, CROP))
 
 
 def picture(i):
@@ -118,3 +119,35 @@ def test_missing_shard_is_a_clear_error(tmp_root, shards):
     with pytest.raises(Exception, match="shard-000003.tar"):
         for _ in plan.loader(threads=1):
             pass
+
+
+def evict(paths):
+    """Drops the files' clean pages from the page cache (tmpfs keeps them)."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("prefetch", ["true", "false"])
+def test_an_evicted_page_cache_gives_the_same_batches(tmp_root, shards, prefetch):
+    """Shuffled reads of shards just evicted from the page cache, with the
+    page-cache prefetch on (members announced ahead, read by the kernel) and
+    off: every batch is the one read with the shards resident, bit for bit."""
+    root, _ = shards
+    out = os.path.join(tmp_root, "tar_shards_prefetch_%s.plan" % prefetch)
+    sluice.compile(spec("${DATA}", ", page_cache_prefetch: %s" % prefetch, order="shuffle"), out,
+                   cpu_targets=FAST_TARGETS, cuda=False)
+    plan = sluice.load(out, vars={"DATA": root})
+    warm = [(np.asarray(b["image"]).copy(), list(b["image"].sample_indices))
+            for b in plan.loader(threads=2)]
+    evict(glob.glob(os.path.join(root, "shard-*.tar")))
+    cold = [(np.asarray(b["image"]).copy(), list(b["image"].sample_indices))
+            for b in plan.loader(threads=2)]
+    assert len(cold) == len(warm) == (NUM + 3) // 4
+    for (wi, wx), (ci, cx) in zip(warm, cold):
+        assert wx == cx
+        assert np.array_equal(wi, ci)
