@@ -149,11 +149,11 @@ class TarShardSource final : public Source {
   size_t size_ = 0;
   std::string index_path_;
   bool index_built_ = false;
-  std::unique_ptr<tar::RemoteShardReader> reader_;       // URL paths
+  std::unique_ptr<tar::RemoteShardReader> reader_;        // URL paths
   std::unique_ptr<tar::PageCachePrefetcher> prefetcher_;  // local paths; reset before the fds close
-  std::vector<std::string> secrets_;                     // remote::UrlSecrets(path)
-  mutable std::atomic<bool> nowait_unsupported_{false};  // preadv2 said EOPNOTSUPP
-  mutable std::atomic<uint64_t> nowait_misses_{0};       // ReadIfReady: not resident
+  std::vector<std::string> secrets_;                      // remote::UrlSecrets(path)
+  mutable std::atomic<bool> nowait_unsupported_{false};   // preadv2 said EOPNOTSUPP
+  mutable std::atomic<uint64_t> nowait_misses_{0};        // ReadIfReady: not resident
   // WillRead's state (its callers hold the loader's lock: one at a time).
   mutable uint64_t misses_seen_ = 0;
   mutable int prefetch_calls_left_ = kPrefetchCallsAfterMiss;
