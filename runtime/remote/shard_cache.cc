@@ -10,16 +10,27 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
+#include <thread>
 #include <vector>
+
+#include "common/log.h"
 
 namespace sluice::runtime::remote {
 namespace {
 
 constexpr std::string_view kEntrySuffix = ".shard";
 constexpr std::string_view kPartialPrefix = ".partial-";
+
+std::string Seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
 
 Status IoError(const std::string& what, int err) {
   return MakeError(ErrorCode::kIo, "shard cache: " + what + ": " + std::strerror(err));
@@ -32,29 +43,6 @@ int Flock(int fd, int op) {
   }
   return 0;
 }
-
-// An exclusive flock on a lock file, held for the object's life.
-class LockFile {
- public:
-  static Result<LockFile> Acquire(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return std::unexpected(IoError("cannot open lock '" + path + "'", errno).error());
-    if (const int err = Flock(fd, LOCK_EX); err != 0) {
-      ::close(fd);
-      return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
-    }
-    return LockFile(fd);
-  }
-  LockFile(LockFile&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  LockFile(const LockFile&) = delete;
-  ~LockFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit LockFile(int fd) : fd_(fd) {}
-  int fd_;
-};
 
 std::string HexDigest(const unsigned char* digest, unsigned length) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -181,7 +169,57 @@ std::string ShardCache::EntryName(const std::string& key) {
   return Sha256Hex(key).substr(0, 32) + std::string(kEntrySuffix);
 }
 
-Result<std::unique_ptr<ShardCache>> ShardCache::Open(const std::string& dir, uint64_t max_bytes) {
+// An exclusive flock, held for the object's life (released by close).
+class ShardCache::LockFile {
+ public:
+  explicit LockFile(int fd) : fd_(fd) {}
+  LockFile(LockFile&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  LockFile(const LockFile&) = delete;
+  LockFile& operator=(const LockFile&) = delete;
+  ~LockFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_;
+};
+
+Result<std::optional<ShardCache::LockFile>> ShardCache::Lock(const std::string& path) const {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return std::unexpected(IoError("cannot open lock '" + path + "'", errno).error());
+  LockFile held(fd);  // closes fd on every return but the first
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(std::max(0.0, lock_wait_s_)));
+  // Polled with a growing pause (1 ms to 50 ms): flock itself cannot time out
+  // or be interrupted by another thread.
+  std::chrono::microseconds pause(1000);
+  for (;;) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return std::optional<LockFile>(std::move(held));
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {
+      return std::unexpected(IoError("cannot lock '" + path + "'", errno).error());
+    }
+    if (cancelled_.load()) {
+      return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      if (lock_timeouts_.fetch_add(1) == 0) {
+        log::Warn("shard cache", "'" + path + "' was held by another process for more than " +
+                                     Seconds(lock_wait_s_) +
+                                     ": reading shards without the cache while it stays held");
+      }
+      return std::optional<LockFile>();
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::microseconds(50000));
+  }
+}
+
+Result<std::unique_ptr<ShardCache>> ShardCache::Open(const std::string& dir, uint64_t max_bytes,
+                                                     double lock_wait_s) {
   if (dir.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "shard cache: no directory given",
                      "set source.cache.dir");
@@ -196,10 +234,11 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(const std::string& dir, uin
   if (::access(dir.c_str(), W_OK) != 0) {
     return std::unexpected(IoError("cannot write to '" + dir + "'", errno).error());
   }
-  std::unique_ptr<ShardCache> cache(new ShardCache(dir, max_bytes));
-  auto lock = LockFile::Acquire(dir + "/.lock");
+  std::unique_ptr<ShardCache> cache(new ShardCache(dir, max_bytes, lock_wait_s));
+  auto lock = cache->Lock(dir + "/.lock");
   if (!lock) return std::unexpected(lock.error());
   uint64_t partial_bytes = 0;
+  if (!*lock) return cache;  // leftovers are cleaned by a later eviction
   if (auto scan = ScanDir(dir, &partial_bytes, /*clean_partials=*/true); !scan) {
     return std::unexpected(scan.error());
   }
@@ -231,8 +270,9 @@ Result<CachedShard> ShardCache::OpenEntry(const std::string& name, uint64_t size
 Status ShardCache::ReserveAndCreate(uint64_t need, int* fd, std::string* partial) {
   *fd = -1;
   if (need > max_bytes_) return {};
-  auto lock = LockFile::Acquire(dir_ + "/.lock");
+  auto lock = Lock(dir_ + "/.lock");
   if (!lock) return std::unexpected(lock.error());
+  if (!*lock) return {};  // held too long by another process: pass-through
   uint64_t used = 0;
   auto entries = ScanDir(dir_, &used, /*clean_partials=*/true);
   if (!entries) return std::unexpected(entries.error());
@@ -267,10 +307,10 @@ Status ShardCache::ReserveAndCreate(uint64_t need, int* fd, std::string* partial
 
 Result<CachedShard> ShardCache::Download(const std::string& key, const std::string& name,
                                          uint64_t expected_size, const std::string& expected_sha256,
-                                         const Fetch& fetch) {
+                                         const Fetch& fetch, bool keep) {
   int fd = -1;
   std::string partial;
-  if (auto st = ReserveAndCreate(expected_size, &fd, &partial); !st) {
+  if (auto st = keep ? ReserveAndCreate(expected_size, &fd, &partial) : Status{}; !st) {
     return std::unexpected(st.error());
   }
   const bool kept = fd >= 0;
@@ -333,8 +373,13 @@ Result<CachedShard> ShardCache::Download(const std::string& key, const std::stri
     return discard(IoError("cannot lock '" + partial_path + "'", err));
   }
   // Under the directory lock, so that UsedBytes never sees the shard twice.
-  auto lock = LockFile::Acquire(dir_ + "/.lock");
+  auto lock = Lock(dir_ + "/.lock");
   if (!lock) return discard(std::unexpected(lock.error()));
+  if (!*lock) {  // held too long by another process: keep the bytes to ourselves
+    ::unlink(partial_path.c_str());
+    passthrough_.fetch_add(1, std::memory_order_relaxed);
+    return std::move(out).AsPassThrough();
+  }
   if (::rename(partial_path.c_str(), out.path().c_str()) != 0) {
     return discard(IoError("cannot rename '" + partial_path + "'", errno));
   }
@@ -352,20 +397,29 @@ Result<CachedShard> ShardCache::Acquire(const std::string& key, uint64_t expecte
   }
   // One download per key across processes: the lock holder downloads, the
   // others wait here and then find its entry.
-  auto key_lock = LockFile::Acquire(dir_ + "/" + name.substr(0, 32) + ".lock");
+  // A holder that takes longer than lock_wait_s (stopped, hung, or on a far
+  // slower link) is not waited for: this process reads the shard itself.
+  auto key_lock = Lock(dir_ + "/" + name.substr(0, 32) + ".lock");
   if (!key_lock) return std::unexpected(key_lock.error());
-  held = OpenEntry(name, expected_size, &found);
-  if (!held || found) {
-    if (found) hits_.fetch_add(1, std::memory_order_relaxed);
-    return held;
+  if (*key_lock) {
+    held = OpenEntry(name, expected_size, &found);
+    if (!held || found) {
+      if (found) hits_.fetch_add(1, std::memory_order_relaxed);
+      return held;
+    }
   }
   misses_.fetch_add(1, std::memory_order_relaxed);
-  return Download(key, name, expected_size, expected_sha256, fetch);
+  return Download(key, name, expected_size, expected_sha256, fetch, /*keep=*/key_lock->has_value());
 }
 
 Result<uint64_t> ShardCache::UsedBytes() const {
-  auto lock = LockFile::Acquire(dir_ + "/.lock");
+  auto lock = Lock(dir_ + "/.lock");
   if (!lock) return std::unexpected(lock.error());
+  if (!*lock) {
+    return MakeError(ErrorCode::kIo, "shard cache: '" + dir_ +
+                                         "/.lock' was held by another process for more than " +
+                                         Seconds(lock_wait_s_));
+  }
   uint64_t used = 0;
   auto entries = ScanDir(dir_, &used, /*clean_partials=*/false);
   if (!entries) return std::unexpected(entries.error());
@@ -379,7 +433,8 @@ ShardCacheStats ShardCache::stats() const {
                          bytes_written_.load(),
                          evictions_.load(),
                          checksum_failures_.load(),
-                         passthrough_.load()};
+                         passthrough_.load(),
+                         lock_timeouts_.load()};
 }
 
 }  // namespace sluice::runtime::remote

@@ -30,13 +30,20 @@
 //    or eviction in any process.
 //  - Hits trust the cached bytes (they were verified when written); an entry
 //    whose size no longer matches the expected size is replaced.
+//  - Waits for other processes are bounded: a lock (another process's
+//    download of the same key, or the directory lock) still held after
+//    lock_wait_s makes the shard a pass-through download (counted in
+//    stats.lock_timeouts), so a stopped or hung peer never stalls this loader.
+//    Cancel() ends every wait at once (kIo).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "runtime/remote/object_store.h"
 #include "sluice/result.h"
@@ -50,6 +57,7 @@ struct ShardCacheStats {
   uint64_t evictions = 0;          // entries this process removed to make room
   uint64_t checksum_failures = 0;  // downloads whose size or SHA-256 did not match
   uint64_t passthrough = 0;        // downloads that could not be kept (see above)
+  uint64_t lock_timeouts = 0;      // waits for another process past lock_wait_s
 };
 
 // A shard held open for reading: the file stays readable through fd() for
@@ -72,6 +80,8 @@ class CachedShard {
   uint64_t size() const { return size_; }
   // False for a pass-through download (not kept in the cache).
   bool kept() const { return kept_; }
+  // The same open file as a pass-through (path "", not kept).
+  CachedShard AsPassThrough() && { return CachedShard(std::exchange(fd_, -1), "", size_, false); }
 
  private:
   int fd_ = -1;
@@ -84,8 +94,15 @@ class ShardCache {
  public:
   // Creates `dir` (and its parents) when missing and removes partial files
   // left by dead processes. Errors: kInvalidArgument (max_bytes 0, empty
-  // dir), kIo (cannot create or write the directory).
-  static Result<std::unique_ptr<ShardCache>> Open(const std::string& dir, uint64_t max_bytes);
+  // dir), kIo (cannot create or write the directory). lock_wait_s bounds
+  // every wait for another process's lock (see the file comment).
+  static Result<std::unique_ptr<ShardCache>> Open(const std::string& dir, uint64_t max_bytes,
+                                                  double lock_wait_s = kDefaultLockWaitS);
+  static constexpr double kDefaultLockWaitS = 60;
+
+  // Ends every wait for another process's lock, now and later: those calls
+  // return kIo ("cancelled"). For a loader shutting down.
+  void Cancel() { cancelled_.store(true); }
 
   // Writes the shard's bytes, in order, through the sink (e.g. ObjectStore::Stream).
   using Fetch = std::function<Status(const ObjectStore::Sink& sink)>;
@@ -111,7 +128,8 @@ class ShardCache {
   static std::string EntryName(const std::string& key);
 
  private:
-  ShardCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  ShardCache(std::string dir, uint64_t max_bytes, double lock_wait_s)
+      : dir_(std::move(dir)), max_bytes_(max_bytes), lock_wait_s_(lock_wait_s) {}
   // Opens and pins HASH.shard when it exists with `size` bytes; an empty
   // result when it does not (or was replaced while pinning).
   Result<CachedShard> OpenEntry(const std::string& name, uint64_t size, bool* found);
@@ -119,14 +137,23 @@ class ShardCache {
   // creates a partial file reserving them. Returns its descriptor and name,
   // or fd -1 when the room cannot be made (pass-through).
   Status ReserveAndCreate(uint64_t need, int* fd, std::string* partial);
+  // keep = false downloads a pass-through without trying to reserve room.
   Result<CachedShard> Download(const std::string& key, const std::string& name,
                                uint64_t expected_size, const std::string& expected_sha256,
-                               const Fetch& fetch);
+                               const Fetch& fetch, bool keep);
+  class LockFile;
+  // An exclusive flock on `path`, waiting at most lock_wait_s: nullopt when
+  // another process held it all that time (counted), kIo when cancelled or
+  // the file cannot be opened.
+  Result<std::optional<LockFile>> Lock(const std::string& path) const;
 
   std::string dir_;
   uint64_t max_bytes_;
+  double lock_wait_s_;
+  std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_written_{0}, evictions_{0},
       checksum_failures_{0}, passthrough_{0};
+  mutable std::atomic<uint64_t> lock_timeouts_{0};
   std::atomic<uint64_t> partial_counter_{0};
 };
 

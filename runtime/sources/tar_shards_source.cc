@@ -536,7 +536,10 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
                          "give the cache's size in bytes, e.g. cache: {dir: /scratch/shards, "
                          "max_bytes: 200000000000}");
       }
-      auto cache = remote::ShardCache::Open(dir, static_cast<uint64_t>(max_bytes));
+      // Another process's download is waited for as long as one of ours
+      // may take (the remote deadline), then read past the cache.
+      auto cache = remote::ShardCache::Open(dir, static_cast<uint64_t>(max_bytes),
+                                            options.remote.deadline_s);
       if (!cache) return std::unexpected(cache.error());
       options.read.cache = std::move(*cache);
     }

@@ -23,17 +23,17 @@ struct RemoteShardReader::Group {
   uint64_t offset = 0, length = 0;
   std::vector<uint64_t> members;  // dataset indices still planned on it
   enum State { kIdle, kLoading, kDone, kFailed } state = kIdle;
-  std::vector<uint8_t> bytes;  // [offset, offset + length) once kDone
-  int remaining = 0;           // members not yet read
-  bool coalesced = false;      // planned for two or more samples
-  bool queued = false;         // in prefetch_queue_ (once)
+  ByteBuffer bytes;        // [offset, offset + length) once kDone
+  int remaining = 0;       // members not yet read
+  bool coalesced = false;  // planned for two or more samples
+  bool queued = false;     // in prefetch_queue_ (once)
 };
 
 // A whole shard in memory (kShardStream).
 struct RemoteShardReader::Resident {
   size_t shard = 0;
-  std::vector<uint8_t> bytes;  // sized before streaming starts
-  uint64_t received = 0;       // bytes [0, received) are final
+  ByteBuffer bytes;       // allocated before streaming starts
+  uint64_t received = 0;  // bytes [0, received) are final
   enum State { kQueued, kLoading, kDone, kFailed } state = kQueued;
   Error error;
   uint64_t charged = 0;  // bytes counted in resident_bytes_
@@ -91,6 +91,7 @@ void RemoteShardReader::Cancel() {
   work_.notify_all();
   prefetch_work_.notify_all();
   store_->Cancel();
+  if (options_.cache != nullptr) options_.cache->Cancel();  // a wait for another process
 }
 
 remote::ShardCacheStats RemoteShardReader::cache_stats() const {
@@ -126,7 +127,7 @@ std::optional<Status> RemoteShardReader::ReadIfReady(const Range& range, uint8_t
     planned_.erase(it);
     std::erase(g->members, range.index);
     if (g->coalesced) ++counters_.coalesced_samples;
-    std::memcpy(out, g->bytes.data() + (range.offset - g->offset), range.length);
+    std::memcpy(out, g->bytes.data.get() + (range.offset - g->offset), range.length);
     if (--g->remaining <= 0) DropGroupLocked(g);
     return Ok();
   }
@@ -135,7 +136,7 @@ std::optional<Status> RemoteShardReader::ReadIfReady(const Range& range, uint8_t
   if (r == nullptr || r->cached || r->received < range.offset + range.length) return std::nullopt;
   if (pending_[range.shard] > 0) --pending_[range.shard];
   ++counters_.stream_reads;
-  std::memcpy(out, r->bytes.data() + range.offset, range.length);  // final bytes
+  std::memcpy(out, r->bytes.data.get() + range.offset, range.length);  // final bytes
   r->last_use = ++tick_;
   ScheduleLocked();
   return Ok();
@@ -179,12 +180,12 @@ void RemoteShardReader::DropGroupLocked(const std::shared_ptr<Group>& g) {
   }
   // Readers copy under the lock, so only a request in flight still uses the
   // bytes: keep the buffer for a later group otherwise.
-  if (g->state != Group::kLoading && !g->bytes.empty() && spare_buffers_.size() < 64 &&
-      spare_bytes_ + g->bytes.size() <= kMaxSpareBytes) {
-    spare_bytes_ += g->bytes.size();
+  if (g->state != Group::kLoading && g->bytes.size > 0 && spare_buffers_.size() < 64 &&
+      spare_bytes_ + g->bytes.size <= kMaxSpareBytes) {
+    spare_bytes_ += g->bytes.size;
     spare_buffers_.push_back(std::move(g->bytes));
-    g->bytes = {};
   }
+  g->bytes = {};
 }
 
 void RemoteShardReader::PlanLocked(std::span<const Range> ranges) {
@@ -265,7 +266,7 @@ Status RemoteShardReader::ReadRandom(const Range& r, uint8_t* out) {
   if (done && g->coalesced) ++counters_.coalesced_samples;
   if (done) {
     // Under the lock: the buffer is recycled once the group is dropped.
-    std::memcpy(out, g->bytes.data() + (r.offset - g->offset), r.length);
+    std::memcpy(out, g->bytes.data.get() + (r.offset - g->offset), r.length);
   }
   if (--g->remaining <= 0 || !done) DropGroupLocked(g);
   if (g->state == Group::kLoading) return CancelledError();
@@ -277,20 +278,24 @@ Status RemoteShardReader::ReadRandom(const Range& r, uint8_t* out) {
 void RemoteShardReader::LoadGroup(const std::shared_ptr<Group>& g,
                                   std::unique_lock<std::mutex>& lock) {
   if (g->coalesced) ++counters_.coalesced_requests;
-  std::vector<uint8_t> bytes;
-  if (!spare_buffers_.empty()) {
-    bytes = std::move(spare_buffers_.back());
-    spare_buffers_.pop_back();
-    spare_bytes_ -= bytes.size();
+  // The smallest spare that fits, else a new buffer rounded up to a power of
+  // two so that later groups can reuse it: no zero-filling and no fresh pages
+  // per request.
+  ByteBuffer bytes;
+  auto fit = spare_buffers_.end();
+  for (auto it = spare_buffers_.begin(); it != spare_buffers_.end(); ++it) {
+    if (it->size >= g->length && (fit == spare_buffers_.end() || it->size < fit->size)) fit = it;
+  }
+  if (fit != spare_buffers_.end()) {
+    bytes = std::move(*fit);
+    spare_buffers_.erase(fit);
+    spare_bytes_ -= bytes.size;
   }
   lock.unlock();
-  if (bytes.size() < g->length) {
-    // Sized once, rounded up, so that later groups reuse it as it is: no
-    // copy of old bytes, no zero-filling and no fresh pages per request.
-    bytes = std::vector<uint8_t>();
-    bytes.resize(std::bit_ceil(std::max<uint64_t>(g->length, 128 << 10)));
+  if (bytes.size < g->length) {
+    bytes = ByteBuffer::Allocate(std::bit_ceil(std::max<uint64_t>(g->length, 128 << 10)));
   }
-  Status st = store_->ReadRange(shards_[g->shard].url, g->offset, g->length, bytes.data());
+  Status st = store_->ReadRange(shards_[g->shard].url, g->offset, g->length, bytes.data.get());
   lock.lock();
   g->bytes = std::move(bytes);
   g->state = st ? Group::kDone : Group::kFailed;
@@ -448,7 +453,7 @@ Status RemoteShardReader::ReadStream(const Range& range, uint8_t* out) {
                                            "': cannot read its cached copy");
       }
     } else {
-      std::memcpy(out, r->bytes.data() + range.offset, range.length);  // final bytes
+      std::memcpy(out, r->bytes.data.get() + range.offset, range.length);  // final bytes
     }
     lock.lock();
   } else if (cancelled_) {
@@ -501,7 +506,7 @@ void RemoteShardReader::Fetch(const std::shared_ptr<Resident>& r) {
     ready_.notify_all();
     return;
   }
-  r->bytes.resize(shard.size);  // only this thread touches bytes past received
+  r->bytes = ByteBuffer::Allocate(shard.size);  // only this thread touches bytes past received
   uint64_t at = 0;
   uint64_t published = 0;
   Status st = store_->Stream(shard.url, [&](const uint8_t* data, size_t size) -> Status {
@@ -510,7 +515,7 @@ void RemoteShardReader::Fetch(const std::shared_ptr<Resident>& r) {
                        "'" + remote::RedactUrl(shard.url) + "' is longer than the " +
                            std::to_string(shard.size) + " bytes indexed: it changed");
     }
-    std::memcpy(r->bytes.data() + at, data, size);
+    std::memcpy(r->bytes.data.get() + at, data, size);
     at += size;
     // Publishes progress every 256 KiB (and at the end) to waiting readers.
     if (at - published >= (256 << 10) || at == shard.size) {

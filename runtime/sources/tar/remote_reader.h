@@ -143,6 +143,15 @@ class RemoteShardReader {
   remote::ObjectStore& store() const { return *store_; }
 
  private:
+  // Heap bytes that are not zero-filled when allocated: every byte is written
+  // (by a response body or a shard stream) before it is read.
+  struct ByteBuffer {
+    std::unique_ptr<uint8_t[]> data;
+    uint64_t size = 0;
+    static ByteBuffer Allocate(uint64_t n) {
+      return {std::unique_ptr<uint8_t[]>(new uint8_t[n]), n};
+    }
+  };
   struct Group;
   struct Resident;
   Status ReadDirect(const Range& r, uint8_t* out);
@@ -186,9 +195,10 @@ class RemoteShardReader {
   std::condition_variable prefetch_work_;            // prefetch_queue_ grew
   std::vector<std::thread> prefetchers_;
   // Dropped groups' buffers (each at least its group's length, rounded up to
-  // a power of two), reused by later groups; at most kMaxSpareBytes in all.
+  // a power of two), reused by later groups that fit; at most kMaxSpareBytes
+  // in all.
   static constexpr uint64_t kMaxSpareBytes = 32 << 20;
-  std::vector<std::vector<uint8_t>> spare_buffers_;
+  std::vector<ByteBuffer> spare_buffers_;
   uint64_t spare_bytes_ = 0;
   // kShardStream.
   std::vector<std::shared_ptr<Resident>> resident_;  // per shard, or null

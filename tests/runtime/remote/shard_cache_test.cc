@@ -3,14 +3,17 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/runtime/test_tmpdir.h"
@@ -210,6 +213,84 @@ TEST(ShardCacheTest, OpenRemovesPartialFilesOfDeadProcesses) {
   // A live process's download stays, and counts against the budget.
   EXPECT_TRUE(fs::exists(tmp.path() / (".partial-" + std::to_string(::getpid()) + "-99")));
   EXPECT_EQ(*(*cache)->UsedBytes(), 10u);
+}
+
+// Holds an exclusive flock on `path` through its own open file description,
+// as another process's download would (flock conflicts across descriptions).
+class HeldLock {
+ public:
+  explicit HeldLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT, 0644)) {
+    EXPECT_GE(fd_, 0);
+    EXPECT_EQ(::flock(fd_, LOCK_EX | LOCK_NB), 0);
+  }
+  ~HeldLock() { ::close(fd_); }
+
+ private:
+  int fd_;
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(ShardCacheTest, AStuckDownloaderIsWaitedForAtMostTheLockWaitThenReadPastTheCache) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/0.3);
+  ASSERT_TRUE(cache);
+  const std::string key = "s3://b/stuck.tar";
+  HeldLock peer((tmp.path() / (ShardCache::EntryName(key).substr(0, 32) + ".lock")).string());
+  const auto bytes = ShardBytes(key, 5000);
+  std::atomic<int> calls{0};
+  const auto start = std::chrono::steady_clock::now();
+  auto held = (*cache)->Acquire(key, bytes.size(), Sha256Hex(bytes), StreamOf(bytes, &calls));
+  const double waited = SecondsSince(start);
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_GE(waited, 0.3);
+  EXPECT_LT(waited, 5.0);
+  EXPECT_FALSE(held->kept());
+  EXPECT_EQ(ReadAll(*held), bytes);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ((*cache)->stats().lock_timeouts, 1u);
+  EXPECT_EQ((*cache)->stats().passthrough, 1u);
+  EXPECT_TRUE(OddFiles(tmp.path()).empty());
+}
+
+TEST(ShardCacheTest, AHeldDirectoryLockMakesTheDownloadAPassThrough) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/0.2);
+  ASSERT_TRUE(cache);
+  HeldLock peer((tmp.path() / ".lock").string());
+  const auto bytes = ShardBytes("k", 3000);
+  auto held = (*cache)->Acquire("k", bytes.size(), Sha256Hex(bytes), StreamOf(bytes, nullptr));
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_FALSE(held->kept());
+  EXPECT_EQ(ReadAll(*held), bytes);
+  EXPECT_EQ((*cache)->stats().lock_timeouts, 1u);
+  EXPECT_TRUE(OddFiles(tmp.path()).empty());
+  EXPECT_FALSE((*cache)->UsedBytes());  // the directory lock is still held: an error, no hang
+}
+
+TEST(ShardCacheTest, CancelEndsAWaitForAnotherProcessAtOnce) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/60);
+  ASSERT_TRUE(cache);
+  const std::string key = "s3://b/waited.tar";
+  HeldLock peer((tmp.path() / (ShardCache::EntryName(key).substr(0, 32) + ".lock")).string());
+  const auto bytes = ShardBytes(key, 100);
+  std::atomic<int> calls{0};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (*cache)->Cancel();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto held = (*cache)->Acquire(key, bytes.size(), "", StreamOf(bytes, &calls));
+  const double waited = SecondsSince(start);
+  canceller.join();
+  ASSERT_FALSE(held);
+  EXPECT_EQ(held.error().code, ErrorCode::kIo);
+  EXPECT_NE(held.error().message.find("cancelled"), std::string::npos) << held.error().message;
+  EXPECT_LT(waited, 5.0);
+  EXPECT_EQ(calls.load(), 0);
 }
 
 // Runs `body` in `n` child processes and returns how many exited 0.
