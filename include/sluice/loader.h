@@ -267,6 +267,9 @@ struct LoaderStats {
   uint64_t remote_timeouts = 0, remote_failures = 0;
   double remote_latency_p50 = 0, remote_latency_p99 = 0;  // per request, seconds
   uint64_t cache_hits = 0, cache_misses = 0;              // local shard cache
+  // Waits for another process's download (or the cache's directory lock)
+  // that ran past remote.deadline_s: the shard was read past the cache.
+  uint64_t cache_lock_timeouts = 0;
   uint64_t coalesced_requests = 0;  // range requests that served several samples
   uint64_t coalesced_samples = 0;   // samples read from them
   uint64_t shards_streamed = 0;     // whole-shard streams started (read-ahead)

@@ -481,6 +481,7 @@ class PyLoader {
     d["remote_latency_p99"] = s.remote_latency_p99;
     d["cache_hits"] = s.cache_hits;
     d["cache_misses"] = s.cache_misses;
+    d["cache_lock_timeouts"] = s.cache_lock_timeouts;
     d["coalesced_requests"] = s.coalesced_requests;
     d["coalesced_samples"] = s.coalesced_samples;
     d["shards_streamed"] = s.shards_streamed;

@@ -857,6 +857,7 @@ LoaderStats LoaderCore::Stats() const {
     s.remote_latency_p99 = io->requests.latency_p99_s;
     s.cache_hits = io->cache_hits;
     s.cache_misses = io->cache_misses;
+    s.cache_lock_timeouts = io->cache_lock_timeouts;
     s.coalesced_requests = io->coalesced_requests;
     s.coalesced_samples = io->coalesced_samples;
     s.shards_streamed = io->shards_streamed;

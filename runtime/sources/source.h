@@ -22,9 +22,10 @@ namespace sluice::runtime {
 
 // What a source reading through an ObjectStore did (cumulative).
 struct SourceIoStats {
-  remote::RequestStats requests;  // the store's counters
-  uint64_t cache_hits = 0;        // shards found in the local shard cache
-  uint64_t cache_misses = 0;      // shards fetched into it
+  remote::RequestStats requests;     // the store's counters
+  uint64_t cache_hits = 0;           // shards found in the local shard cache
+  uint64_t cache_misses = 0;         // shards fetched into it
+  uint64_t cache_lock_timeouts = 0;  // waits for another process's download that ran out
   uint64_t coalesced_requests = 0;
   uint64_t coalesced_samples = 0;
   uint64_t shards_streamed = 0;

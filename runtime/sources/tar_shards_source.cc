@@ -468,6 +468,7 @@ std::optional<SourceIoStats> TarShardSource::IoStats() const {
   const remote::ShardCacheStats cache = reader_->cache_stats();
   s.cache_hits = cache.hits;
   s.cache_misses = cache.misses;
+  s.cache_lock_timeouts = cache.lock_timeouts;
   return s;
 }
 

@@ -3,7 +3,10 @@
 // for shard_shuffle and sequential) delivers exactly the batches of the same
 // shards read as local paths, resumes from a saved state, reports request
 // stats, and turns an unreadable shard into bad samples naming its URL.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -160,6 +163,36 @@ TEST_F(TarShardsRemoteTest, AShardCacheIsFilledOnceThenServesEveryRead) {
     if (round == 1) {
       EXPECT_EQ(s.remote_requests, 0u);  // index cached, shards cached
     }
+  }
+}
+
+// A cache whose directory lock another process holds and never releases (a
+// stopped rank, say) is waited for at most remote.deadline_s each time; the
+// shards are then read past the cache, and the batches are the same.
+TEST_F(TarShardsRemoteTest, ACacheLockedByAStuckProcessIsReadPastAfterTheDeadline) {
+  ScopedDir shard_cache("rtar_stuck_cache");
+  const int held = ::open((shard_cache.path() / ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);  // its own open file description: a peer
+  Loader local = Make(TarPlan("s-local.plan", "${DATA}", "shard_shuffle"), 2);
+  auto want = ReadEpoch(local);
+  ASSERT_TRUE(want.has_value());
+  const std::string plan = CopyWithEditedJson(
+      TarPlan("s-url0.plan", Url() + "/", "shard_shuffle", "fail", 1, shard_cache.path().string()),
+      work_->path() / "s-url.plan", [](json& j) {
+        j["source"]["params"]["remote"] = {{"deadline_s", 0.3}};
+      });
+  Loader url = Make(plan, 2);
+  auto got = ReadEpoch(url);
+  ::close(held);
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  EXPECT_TRUE(got->batches == want->batches);
+  const LoaderStats s = url.Stats();
+  EXPECT_EQ(s.cache_hits, 0u);
+  EXPECT_GE(s.cache_lock_timeouts, 3u);  // each shard's reservation, at least
+  EXPECT_EQ(s.bad_samples, 0u);
+  for (const auto& e : fs::directory_iterator(shard_cache.path())) {
+    EXPECT_FALSE(e.path().filename().string().ends_with(".shard")) << e.path();
   }
 }
 
