@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/pread_full.h"
+
 namespace sluice::runtime::remote {
 namespace {
 
@@ -161,18 +163,12 @@ Status LocalStore::ReadRange(const std::string& url, uint64_t offset, uint64_t l
     Record(0, 0, false);
     return std::unexpected(IoError(-f.fd, "cannot open", url));
   }
-  uint64_t got = 0;
-  while (got < length) {
-    if (cancelled_.load()) return Cancelled(url);
-    const ssize_t n = ::pread(f.fd, out + got, length - got, static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Record(got, 0, false);
-      return std::unexpected(IoError(errno, "cannot read", url));
-    }
-    if (n == 0) break;
-    got += static_cast<uint64_t>(n);
+  const int64_t read = PreadFull(f.fd, out, length, offset);
+  if (read < 0) {
+    Record(0, 0, false);
+    return std::unexpected(IoError(static_cast<int>(-read), "cannot read", url));
   }
+  const uint64_t got = static_cast<uint64_t>(read);
   if (got < length) {
     Record(got, 0, false);
     return MakeError(ErrorCode::kCorruptData, "'" + url + "': the object ends at byte " +

@@ -14,6 +14,8 @@
 
 #ifdef SYS_openat2
 #include <linux/openat2.h>
+
+#include "common/pread_full.h"
 #endif
 
 namespace sluice::runtime {
@@ -46,17 +48,10 @@ Result<size_t> ReadOpenFile(int fd, const std::string& path, std::vector<uint8_t
   const size_t size = static_cast<size_t>(st.st_size);
   if (buffer.size() < size) buffer.resize(size);
 
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, buffer.data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(errno, "cannot read", path);
-    }
-    if (n == 0) break;  // the file shrank after fstat: return what is there
-    done += static_cast<size_t>(n);
-  }
-  return done;
+  // Fewer bytes when the file shrank after fstat: what is there.
+  const int64_t done = PreadFull(fd, buffer.data(), size, 0);
+  if (done < 0) return ErrnoError(static_cast<int>(-done), "cannot read", path);
+  return static_cast<size_t>(done);
 }
 
 std::unexpected<Error> Outside(const std::string& shown, const std::string& dir) {

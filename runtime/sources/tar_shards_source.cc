@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/pread_full.h"
 #include "runtime/sources/source_registry.h"
 #include "runtime/sources/tar/read_ahead.h"
 #include "runtime/sources/tar/remote_index.h"
@@ -234,7 +235,7 @@ std::string TarShardSource::SampleName(size_t i) const {
   uint8_t header[tar::kBlockSize];
   const uint64_t at = r.offset - tar::kBlockSize;
   const std::string name =
-      tar::PreadFull(s.fd, header, sizeof(header), at) == static_cast<int64_t>(sizeof(header))
+      PreadFull(s.fd, header, sizeof(header), at) == static_cast<int64_t>(sizeof(header))
           ? tar::HeaderName(header)
           : std::string();
   if (name.empty()) return s.name + "@" + std::to_string(at);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/pread_full.h"
 #include "runtime/sources/tar/tar_format.h"
 
 namespace sluice::runtime::tar {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/pread_full.h"
 #include "runtime/sources/tar/tar_format.h"
 
 namespace sluice::runtime::tar {
@@ -175,10 +176,10 @@ Result<std::vector<SampleRecord>> BuildShardRecords(int fd, uint64_t file_size,
       label_text.resize(m.size);
       const int64_t got = PreadFull(fd, label_text.data(), m.size, m.data_offset);
       if (got < 0 || static_cast<uint64_t>(got) < m.size) {
-        return MakeError(ErrorCode::kIo, std::string(shard_name) + ": cannot read member '" +
-                                             m.name + "': " +
-                                             (got < 0 ? std::strerror(static_cast<int>(-got))
-                                                      : "the file ended early"));
+        return MakeError(
+            ErrorCode::kIo,
+            std::string(shard_name) + ": cannot read member '" + m.name +
+                "': " + (got < 0 ? std::strerror(static_cast<int>(-got)) : "the file ended early"));
       }
     }
     rec.label = ParseLabel(label_text);

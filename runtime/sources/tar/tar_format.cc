@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/pread_full.h"
+
 namespace sluice::runtime::tar {
 namespace {
 
@@ -364,19 +366,6 @@ Status ScanArchive(int fd, uint64_t file_size, std::string_view shard_name,
                    const std::function<Status(const Member&)>& on_member, ScanStop* stop) {
   Scanner scanner(fd, file_size, shard_name, stop);
   return scanner.Run(on_member);
-}
-
-int64_t PreadFull(int fd, void* buf, uint64_t n, uint64_t offset) {
-  auto* out = static_cast<uint8_t*>(buf);
-  uint64_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::pread(fd, out + got, n - got, static_cast<off_t>(offset + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -errno;
-    if (r == 0) break;
-    got += static_cast<uint64_t>(r);
-  }
-  return static_cast<int64_t>(got);
 }
 
 std::pair<std::string_view, std::string_view> SplitKey(std::string_view member_name) {

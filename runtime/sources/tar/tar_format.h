@@ -63,10 +63,6 @@ struct ScanStop {
 Status ScanArchive(int fd, uint64_t file_size, std::string_view shard_name,
                    const std::function<Status(const Member&)>& on_member, ScanStop* stop = nullptr);
 
-// pread until `n` bytes are read into `buf` from `offset`, EOF or an error
-// (EINTR retried). Returns the bytes read (fewer than n at EOF) or -errno.
-int64_t PreadFull(int fd, void* buf, uint64_t n, uint64_t offset);
-
 // WebDataset's key convention: key = directory + base name up to its first
 // '.', extension = the rest after that dot ("a/b.seg.png" -> {"a/b",
 // "seg.png"}). A base name without a dot gives an empty extension.
