@@ -44,6 +44,10 @@ std::vector<ParamDef> RemoteFields() {
                .doc = "Seconds before a hedged second range request; 0 = off, < 0 = auto "
                       "(the observed p95).",
                .default_value = VFloat(-1.0)},
+      seconds("stall_timeout_s",
+              "Seconds a whole-shard stream may receive nothing before it is retried from its "
+              "first undelivered byte; 0 = off.",
+              10.0),
       ParamDef{.name = "max_connections",
                .type = ParamType::kInt,
                .doc = "Keep-alive connections kept in the pool; with order: shuffle, also the "
@@ -218,7 +222,7 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                        .type = ParamType::kSection,
                        .doc = "URL paths: request knobs {connect_timeout_s, deadline_s, "
                               "max_retries, backoff_initial_s, backoff_max_s, hedge_delay_s, "
-                              "max_connections} (docs/remote.md).",
+                              "stall_timeout_s, max_connections} (docs/remote.md).",
                        .default_value = ParamValue{RemoteDefaults()},
                        .fields = RemoteFields()},
           },

@@ -415,13 +415,22 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
   EasyLease lease{engine_.get(), &a};
   Launch(a);
   const auto hard = deadline + std::chrono::milliseconds(250);
+  // A stall: nothing arrives for stall_timeout_s while this side waits for
+  // bytes (time spent in the sink, or paused on a full queue, is not one).
+  const bool watch_stalls = options_.stall_timeout_s > 0;
+  const auto stall_after = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(options_.stall_timeout_s, 0.0)));
+  auto waiting_since = Clock::now();
+  bool stalled = false;
   std::vector<uint8_t> chunk;
   for (;;) {
     bool unpause = false;
     {
       std::unique_lock<std::mutex> lock(w.mu);
       if (!chunk.empty() || chunk.capacity() > 0) queue.spare.push_back(std::move(chunk));
-      if (!w.cv.wait_until(lock, hard, [&] { return !queue.chunks.empty() || a.transfer.done; })) {
+      const auto until = watch_stalls ? std::min(hard, waiting_since + stall_after) : hard;
+      if (!w.cv.wait_until(lock, until, [&] { return !queue.chunks.empty() || a.transfer.done; })) {
+        stalled = Clock::now() < hard;
         break;
       }
       if (queue.chunks.empty()) break;  // done and drained
@@ -438,10 +447,24 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
     if (!*sink_status) break;
     *delivered += chunk.size();
     chunk.clear();
+    waiting_since = Clock::now();
   }
   AbortAndWait(a, w);  // returns at once when the transfer has ended
   Count(1, a);
   if (!*sink_status) return Outcome{Outcome::Kind::kFail, sink_status->error()};
+  if (stalled && !cancelled_.load()) {
+    Outcome o;
+    o.kind = Outcome::Kind::kRetry;
+    o.timeout = true;
+    o.http_status = a.transfer.http_status;
+    o.error = Error{ErrorCode::kIo,
+                    Describe(t, "GET") + ": stalled: no byte for " +
+                        SecondsText(options_.stall_timeout_s) + " after " +
+                        std::to_string(*delivered) + " bytes",
+                    "raise remote.stall_timeout_s for a slow link (0 turns stall detection off)",
+                    {}};
+    return o;
+  }
   Outcome o = Classify(a, t, aws(), "GET", cancelled_.load());
   if (o.kind != Outcome::Kind::kOk) return o;
   // A clean end must have delivered the whole object.

@@ -1,5 +1,7 @@
 #include "runtime/remote/object_store.h"
 
+#include <cstdio>
+
 #include "runtime/remote/http_store.h"
 #include "runtime/remote/local_store.h"
 
@@ -87,6 +89,12 @@ Result<std::shared_ptr<ObjectStore>> OpenObjectStore(std::string_view url,
                      "use s3://, https://, http://, file:// or a local path");
   }
   return std::shared_ptr<ObjectStore>(std::make_shared<LocalStore>());
+}
+
+std::string SecondsText(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
 }
 
 }  // namespace sluice::runtime::remote

@@ -52,6 +52,10 @@ struct RemoteOptions {
   // range reads, at least 10 ms; before 20 range reads, 4x the p95 of all
   // calls so far within [10 ms, 2 s] (2 s before 8 calls).
   double hedge_delay_s = -1;
+  // Whole-object streams: an attempt that receives no byte for this long
+  // (while this side is ready for more) is abandoned and retried from its
+  // first undelivered byte, as a timeout; 0 = off (only the deadline).
+  double stall_timeout_s = 10;
   int max_connections = 16;  // keep-alive connections kept in the pool
 };
 
@@ -106,6 +110,9 @@ class ObjectStore {
 // True for http://, https://, s3:// and file:// URLs (case-insensitive
 // scheme); false for plain paths.
 bool IsUrl(std::string_view path);
+
+// "10 s", "0.25 s": a duration for messages.
+std::string SecondsText(double seconds);
 
 // `url` with what may be a secret replaced by "***": the user-info part
 // (user:password@) and the query string (presigned signatures). For messages.

@@ -26,12 +26,6 @@ namespace {
 constexpr std::string_view kEntrySuffix = ".shard";
 constexpr std::string_view kPartialPrefix = ".partial-";
 
-std::string Seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", s);
-  return text;
-}
-
 Status IoError(const std::string& what, int err) {
   return MakeError(ErrorCode::kIo, "shard cache: " + what + ": " + std::strerror(err));
 }
@@ -208,7 +202,7 @@ Result<std::optional<ShardCache::LockFile>> ShardCache::Lock(const std::string& 
     if (now >= deadline) {
       if (lock_timeouts_.fetch_add(1) == 0) {
         log::Warn("shard cache", "'" + path + "' was held by another process for more than " +
-                                     Seconds(lock_wait_s_) +
+                                     SecondsText(lock_wait_s_) +
                                      ": reading shards without the cache while it stays held");
       }
       return std::optional<LockFile>();
@@ -418,7 +412,7 @@ Result<uint64_t> ShardCache::UsedBytes() const {
   if (!*lock) {
     return MakeError(ErrorCode::kIo, "shard cache: '" + dir_ +
                                          "/.lock' was held by another process for more than " +
-                                         Seconds(lock_wait_s_));
+                                         SecondsText(lock_wait_s_));
   }
   uint64_t used = 0;
   auto entries = ScanDir(dir_, &used, /*clean_partials=*/false);

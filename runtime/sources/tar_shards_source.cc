@@ -521,6 +521,7 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
     o.backoff_initial_s = number("backoff_initial_s", o.backoff_initial_s);
     o.backoff_max_s = number("backoff_max_s", o.backoff_max_s);
     o.hedge_delay_s = number("hedge_delay_s", o.hedge_delay_s);
+    o.stall_timeout_s = number("stall_timeout_s", o.stall_timeout_s);
     o.max_connections = static_cast<int>(number("max_connections", o.max_connections));
   }
   // Shuffled reads keep up to one planned request per pooled connection in flight.

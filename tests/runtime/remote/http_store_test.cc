@@ -389,6 +389,54 @@ TEST_F(HttpStoreTest, BrokenStreamResumesFromTheFirstUndeliveredByte) {
   EXPECT_LT(s.bytes_fetched, kBlobSize + kBlobSize / 4);
 }
 
+TEST_F(HttpStoreTest, StalledStreamIsRetriedFromTheFirstUndeliveredByte) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  // Every even request sends half its body, then nothing while it stays open.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "stall:2:0");
+  RemoteOptions o = Fast();
+  o.deadline_s = 20;
+  o.stall_timeout_s = 0.3;
+  auto store = Open(proxy.url(), o);
+  std::vector<uint8_t> streamed;
+  const auto start = std::chrono::steady_clock::now();
+  auto st = store->Stream(proxy.url() + "/data/blob.bin", [&](const uint8_t* p, size_t n) {
+    streamed.insert(streamed.end(), p, p + n);
+    return Ok();
+  });
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_TRUE(streamed == *blob_) << streamed.size();
+  EXPECT_LT(took, 10.0);  // the stall, not the 20 s deadline, ended the first attempt
+  const RequestStats s = store->stats();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.retries, 1u);
+  EXPECT_EQ(s.timeouts, 1u);
+  EXPECT_LT(s.bytes_fetched, kBlobSize + kBlobSize / 4);  // resumed, not restarted
+}
+
+TEST_F(HttpStoreTest, WithoutStallDetectionAStalledStreamRunsToTheDeadline) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "stall:1:0");
+  RemoteOptions o = Fast();
+  o.deadline_s = 1.5;
+  o.stall_timeout_s = 0;
+  auto store = Open(proxy.url(), o);
+  const auto start = std::chrono::steady_clock::now();
+  auto st =
+      store->Stream(proxy.url() + "/data/blob.bin", [&](const uint8_t*, size_t) { return Ok(); });
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(st);
+  EXPECT_GE(took, 1.4);
+  EXPECT_LT(took, 6.0);
+  EXPECT_EQ(store->stats().requests, 1u);
+}
+
 TEST_F(HttpStoreTest, StalledRequestIsHedged) {
   ServerProcess& http = Http();
   ASSERT_FALSE(HasFailure());
