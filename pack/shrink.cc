@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "ops/reference/ref_tensor.h"
 #include "ops/reference/resample.h"
 #include "ops/registry.h"
 #include "runtime/decode/decoder.h"
@@ -34,21 +35,6 @@ std::pair<int, int> TargetSize(int width, int height, int max_side) {
   const int w = std::max(1, static_cast<int>(std::lround(width * scale)));
   const int h = std::max(1, static_cast<int>(std::lround(height * scale)));
   return {w, h};
-}
-
-// Antialiased bilinear resize of an RGB uint8 image (the reference resampler).
-std::vector<uint8_t> ResizeRgb(const ImageBuffer& image, int out_w, int out_h) {
-  RefTensor in = RefTensor::Zeros(DType::kUInt8, Layout::kHWC,
-                                  {image.height(), image.width(), image.channels()});
-  for (int y = 0; y < image.height(); ++y) {
-    const uint8_t* row = image.row(y);
-    float* dst = in.data.data() + static_cast<size_t>(y) * image.width() * image.channels();
-    for (int i = 0; i < image.width() * image.channels(); ++i) dst[i] = row[i];
-  }
-  RefTensor out = ref::ResizeHWC(in, out_h, out_w, ref::Filter::kBilinear, /*antialias=*/true);
-  std::vector<uint8_t> pixels(out.data.size());
-  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(out.data[i]);
-  return pixels;
 }
 
 Status EncodeJpeg(const std::vector<uint8_t>& rgb, int w, int h, int quality,
@@ -97,6 +83,54 @@ Status EncodePng(const std::vector<uint8_t>& rgb, int w, int h, std::vector<uint
 }
 
 }  // namespace
+
+std::vector<uint8_t> ResizeRgb8(const uint8_t* rgb, int width, int height, size_t stride, int out_w,
+                                int out_h) {
+  constexpr int kC = 3;
+  const auto xtaps = ref::ResampleTaps(width, out_w, ref::Filter::kBilinear, /*antialias=*/true);
+  const auto ytaps = ref::ResampleTaps(height, out_h, ref::Filter::kBilinear, /*antialias=*/true);
+  // Horizontal pass into [height][out_w][3] doubles; each sum runs over the
+  // taps in ascending order from 0, as the reference's does.
+  const size_t tmp_row = static_cast<size_t>(out_w) * kC;
+  std::vector<double> tmp(static_cast<size_t>(height) * tmp_row);
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = rgb + static_cast<size_t>(y) * stride;
+    double* dst = tmp.data() + static_cast<size_t>(y) * tmp_row;
+    for (int x = 0; x < out_w; ++x) {
+      const ref::Taps& t = xtaps[static_cast<size_t>(x)];
+      const uint8_t* p = row + static_cast<size_t>(t.first) * kC;
+      double r = 0.0, g = 0.0, b = 0.0;
+      for (size_t k = 0; k < t.weights.size(); ++k, p += kC) {
+        const double w = t.weights[k];
+        r += w * p[0];
+        g += w * p[1];
+        b += w * p[2];
+      }
+      dst[x * kC + 0] = r;
+      dst[x * kC + 1] = g;
+      dst[x * kC + 2] = b;
+    }
+  }
+  // Vertical pass: a whole output row at a time (taps outer, elements inner,
+  // so every element still sums its taps in ascending order).
+  std::vector<uint8_t> out(static_cast<size_t>(out_h) * tmp_row);
+  std::vector<double> acc(tmp_row);
+  for (int y = 0; y < out_h; ++y) {
+    const ref::Taps& t = ytaps[static_cast<size_t>(y)];
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (size_t k = 0; k < t.weights.size(); ++k) {
+      const double w = t.weights[k];
+      const double* src =
+          tmp.data() + static_cast<size_t>(t.first + static_cast<int64_t>(k)) * tmp_row;
+      for (size_t i = 0; i < tmp_row; ++i) acc[i] += w * src[i];
+    }
+    uint8_t* dst = out.data() + static_cast<size_t>(y) * tmp_row;
+    for (size_t i = 0; i < tmp_row; ++i) {
+      dst[i] = static_cast<uint8_t>(RoundToDType(static_cast<float>(acc[i]), DType::kUInt8));
+    }
+  }
+  return out;
+}
 
 ImageFormat SniffImageFormat(std::span<const uint8_t> bytes) {
   static constexpr uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
@@ -155,7 +189,8 @@ Result<ShrinkResult> ShrinkToMaxSide(std::span<const uint8_t> bytes, int max_sid
     return MakeError(ErrorCode::kInternal,
                      "decode_image gave " + std::to_string(image.channels()) + " channels");
   }
-  std::vector<uint8_t> pixels = ResizeRgb(image, w, h);
+  std::vector<uint8_t> pixels =
+      ResizeRgb8(image.row(0), image.width(), image.height(), image.stride(), w, h);
   Status encoded = format == ImageFormat::kJpeg ? EncodeJpeg(pixels, w, h, quality, out)
                                                 : EncodePng(pixels, w, h, out);
   if (!encoded) return std::unexpected(encoded.error());

@@ -29,6 +29,13 @@ struct ShrinkResult {
   int width = 0, height = 0;  // after resizing (= original when kept)
 };
 
+// Antialiased bilinear resize of 8-bit RGB rows (`stride` bytes apart) to
+// out_w x out_h, packed. Equal byte for byte to ref::ResizeHWC with
+// Filter::kBilinear and antialias (the same taps, summed in the same order in
+// double precision), without its per-pixel bounds checks and float copies.
+std::vector<uint8_t> ResizeRgb8(const uint8_t* rgb, int width, int height, size_t stride, int out_w,
+                                int out_h);
+
 // When `bytes` is larger than `max_side` on its longer side, writes the shrunk
 // re-encoded image into `out` (replacing its content) and returns resized =
 // true; otherwise leaves `out` alone. max_side <= 0: always kept (only the

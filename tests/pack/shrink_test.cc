@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "ops/reference/ref_tensor.h"
+#include "ops/reference/resample.h"
 #include "ops/registry.h"
 #include "runtime/decode/decoder.h"
 #include "tests/runtime/loader/loader_test_util.h"
@@ -90,6 +92,37 @@ TEST(Shrink, GarbageIsCorruptData) {
   auto t = ShrinkToMaxSide(truncated, 64, 90, out);
   ASSERT_FALSE(t.has_value());
   EXPECT_EQ(t.error().code, ErrorCode::kCorruptData);
+}
+
+// The resize pack uses is the reference resampler, byte for byte, only faster.
+TEST(ShrinkTest, ResizeRgb8EqualsTheReferenceResamplerByteForByte) {
+  struct Case {
+    int w, h, out_w, out_h;
+  };
+  for (const Case c : {Case{97, 61, 40, 25}, Case{640, 360, 512, 288}, Case{33, 20, 7, 5},
+                       Case{300, 301, 299, 150}, Case{20, 10, 31, 17}}) {
+    SCOPED_TRACE(testing::Message() << c.w << "x" << c.h << " -> " << c.out_w << "x" << c.out_h);
+    const size_t stride = static_cast<size_t>(c.w) * 3 + 5;  // padded rows
+    std::vector<uint8_t> rgb(stride * c.h);
+    uint32_t s = 12345;
+    for (uint8_t& v : rgb) {
+      s = s * 1664525u + 1013904223u;
+      v = static_cast<uint8_t>(s >> 24);
+    }
+    RefTensor in = RefTensor::Zeros(DType::kUInt8, Layout::kHWC, {c.h, c.w, 3});
+    for (int y = 0; y < c.h; ++y) {
+      for (int x = 0; x < c.w * 3; ++x) {
+        in.data[static_cast<size_t>(y) * c.w * 3 + x] = rgb[y * stride + x];
+      }
+    }
+    const RefTensor want =
+        ref::ResizeHWC(in, c.out_h, c.out_w, ref::Filter::kBilinear, /*antialias=*/true);
+    const std::vector<uint8_t> got = ResizeRgb8(rgb.data(), c.w, c.h, stride, c.out_w, c.out_h);
+    ASSERT_EQ(got.size(), want.data.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += got[i] != static_cast<uint8_t>(want.data[i]);
+    EXPECT_EQ(differ, 0u);
+  }
 }
 
 }  // namespace
