@@ -419,7 +419,7 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
   // bytes (time spent in the sink, or paused on a full queue, is not one).
   const bool watch_stalls = options_.stall_timeout_s > 0;
   const auto stall_after = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(std::max(options_.stall_timeout_s, 0.0)));
+      std::chrono::duration<double>(options_.stall_timeout_s));
   auto waiting_since = Clock::now();
   bool stalled = false;
   std::vector<uint8_t> chunk;

@@ -163,6 +163,10 @@ std::string ShardCache::EntryName(const std::string& key) {
   return Sha256Hex(key).substr(0, 32) + std::string(kEntrySuffix);
 }
 
+std::string ShardCache::KeyLockName(const std::string& key) {
+  return Sha256Hex(key).substr(0, 32) + ".lock";
+}
+
 // An exclusive flock, held for the object's life (released by close).
 class ShardCache::LockFile {
  public:
@@ -190,11 +194,10 @@ Result<std::optional<ShardCache::LockFile>> ShardCache::Lock(const std::string& 
   // or be interrupted by another thread.
   std::chrono::microseconds pause(1000);
   for (;;) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return std::optional<LockFile>(std::move(held));
-    if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) {
-      return std::unexpected(IoError("cannot lock '" + path + "'", errno).error());
-    }
+    const int err = Flock(fd, LOCK_EX | LOCK_NB);
+    if (err == 0) return std::optional<LockFile>(std::move(held));
+    if (err != EWOULDBLOCK)
+      return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
     if (cancelled_.load()) {
       return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
     }
@@ -393,7 +396,7 @@ Result<CachedShard> ShardCache::Acquire(const std::string& key, uint64_t expecte
   // others wait here and then find its entry.
   // A holder that takes longer than lock_wait_s (stopped, hung, or on a far
   // slower link) is not waited for: this process reads the shard itself.
-  auto key_lock = Lock(dir_ + "/" + name.substr(0, 32) + ".lock");
+  auto key_lock = Lock(dir_ + "/" + KeyLockName(key));
   if (!key_lock) return std::unexpected(key_lock.error());
   if (*key_lock) {
     held = OpenEntry(name, expected_size, &found);

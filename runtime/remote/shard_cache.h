@@ -124,8 +124,10 @@ class ShardCache {
   const std::string& dir() const { return dir_; }
   uint64_t max_bytes() const { return max_bytes_; }
 
-  // The entry file name for `key` (HASH.shard). For tests and tools.
+  // The entry file name for `key` (HASH.shard), and its download lock's
+  // (HASH.lock). For tests and tools.
   static std::string EntryName(const std::string& key);
+  static std::string KeyLockName(const std::string& key);
 
  private:
   ShardCache(std::string dir, uint64_t max_bytes, double lock_wait_s)

@@ -238,7 +238,7 @@ TEST(ShardCacheTest, AStuckDownloaderIsWaitedForAtMostTheLockWaitThenReadPastThe
   auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/0.3);
   ASSERT_TRUE(cache);
   const std::string key = "s3://b/stuck.tar";
-  HeldLock peer((tmp.path() / (ShardCache::EntryName(key).substr(0, 32) + ".lock")).string());
+  HeldLock peer((tmp.path() / ShardCache::KeyLockName(key)).string());
   const auto bytes = ShardBytes(key, 5000);
   std::atomic<int> calls{0};
   const auto start = std::chrono::steady_clock::now();
@@ -275,7 +275,7 @@ TEST(ShardCacheTest, CancelEndsAWaitForAnotherProcessAtOnce) {
   auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/60);
   ASSERT_TRUE(cache);
   const std::string key = "s3://b/waited.tar";
-  HeldLock peer((tmp.path() / (ShardCache::EntryName(key).substr(0, 32) + ".lock")).string());
+  HeldLock peer((tmp.path() / ShardCache::KeyLockName(key)).string());
   const auto bytes = ShardBytes(key, 100);
   std::atomic<int> calls{0};
   std::thread canceller([&] {
