@@ -393,10 +393,29 @@ class Tensor {
 
 // ---- loader --------------------------------------------------------------------
 
+bool IsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 class PyLoader {
  public:
   PyLoader(std::shared_ptr<Plan> plan, Loader loader)
       : plan_(std::move(plan)), loader_(std::move(loader)) {}
+  // Shutting the loader down waits for its started workers and cancels its
+  // remote requests: done without the GIL, so the process's other Python
+  // threads run meanwhile. A loader is often freed by the garbage collector on
+  // whatever thread it runs on, such as a server thread the loader's own
+  // requests wait for. At interpreter exit the GIL is kept (releasing it then
+  // is not allowed).
+  ~PyLoader() {
+    if (IsFinalizing()) return;
+    py::gil_scoped_release release;
+    Loader gone = std::move(loader_);
+  }
 
   // The next batch as {field: Tensor}, or nullopt at the end of the epoch.
   std::optional<py::dict> Next() {

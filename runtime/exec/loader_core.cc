@@ -153,8 +153,14 @@ void LoaderCore::Shutdown() {
   stopping_ = true;
   if (reads_) reads_->Cancel();         // never takes mutex_
   if (source_) source_->CancelReads();  // remote requests in flight return promptly
-  WaitIdleLocked(lock);
   lock.unlock();
+  // Started tasks see stopping_ and return after their current sample; queued
+  // ones find the gate closed whenever TBB runs them (the file comment).
+  {
+    std::unique_lock gate(gate_->mutex);
+    gate_->closed = true;
+    gate_->cv.wait(gate, [&] { return gate_->running == 0; });
+  }
   if (trace_ && trace_->running()) {
     if (auto stopped = trace_->Stop(); !stopped) {
       std::cerr << "sluice: warning: " << stopped.error().ToString() << "\n";
@@ -311,7 +317,17 @@ void LoaderCore::PumpLocked() {
     int w = idle_workers_.back();
     idle_workers_.pop_back();
     ++active_workers_;
-    arena_->enqueue([this, w] { WorkerLoop(w); });
+    arena_->enqueue([this, w, gate = gate_] {
+      {
+        std::lock_guard lock(gate->mutex);
+        if (gate->closed) return;  // the loader may be gone: touch nothing of it
+        ++gate->running;
+      }
+      WorkerLoop(w);
+      std::lock_guard lock(gate->mutex);
+      --gate->running;
+      gate->cv.notify_all();
+    });
   }
 }
 

@@ -25,9 +25,14 @@
 //
 // Shutdown: stopping_ stops new work and the read pool is cancelled (a worker
 // waiting on a read, even a stuck one, returns at once: read_pool.h); the
-// destructor of Loader waits (condition variable) until every worker has
+// destructor of Loader waits until every worker task that has started has
 // returned, so it takes at most the workers' non-read work on the samples they
-// hold (with source.read_timeout 0, also a stuck read). Batches still held
+// hold (with source.read_timeout 0, also a stuck read). It does not wait for
+// worker tasks that are queued but not started: TBB runs them only when a
+// thread is free, and another loader in the process (a validation loader next
+// to the training one) may hold every TBB thread in its own long worker tasks.
+// Such a task runs after the loader is gone; it checks the shared TaskGate
+// first and returns without touching the loader. Batches still held
 // keep the core (and its buffers) alive through shared_ptr; their release is
 // then a no-op besides freeing memory with the last reference.
 //
@@ -202,6 +207,15 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // several loaders alive TBB applies the smallest of their limits.
   std::unique_ptr<tbb::global_control> parallelism_;
   std::unique_ptr<tbb::task_arena> arena_;
+  // Shared with every queued worker task: lets Shutdown wait for the started
+  // ones only (see the file comment).
+  struct TaskGate {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool closed = false;  // set by Shutdown; a task starting later returns at once
+    int running = 0;      // tasks inside WorkerLoop
+  };
+  std::shared_ptr<TaskGate> gate_ = std::make_shared<TaskGate>();
   std::vector<Scratch> scratch_;  // one per worker
   Clock::time_point created_;
   std::unique_ptr<GpuStage> gpu_;         // GPU path, else null

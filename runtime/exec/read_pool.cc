@@ -147,6 +147,7 @@ ReadPool::~ReadPool() {
 }
 
 void ReadPool::Cancel() {
+  cancelled_ = true;
   std::lock_guard lock(state_->mu);
   state_->cancelled = true;
   state_->work.notify_all();
@@ -161,6 +162,9 @@ int ReadPool::stuck() const {
 
 Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
   ReadRequest& r = *slot.request_;
+  if (cancelled_.load(std::memory_order_relaxed)) {
+    return MakeError(ErrorCode::kIo, "read abandoned: the loader is shutting down");
+  }
   if (options_.timeout_s <= 0) return source_->Read(index, r.buffer);
   // A read that cannot block needs no deadline: it runs here, without the
   // hand-off to an I/O thread (two thread switches, ~15% of a worker's time

@@ -41,6 +41,7 @@
 // no longer than the workers' non-read work on their current samples.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -93,7 +94,8 @@ class ReadPool {
   Result<size_t> Read(size_t index, ReadSlot& slot);
 
   // Wakes every waiting Read (it returns kIo at once) and makes later ones
-  // fail fast. Idempotent.
+  // fail fast, inline reads (timeout 0) included: a worker trying replacement
+  // samples after shutdown began stops reading at once. Idempotent.
   void Cancel();
 
   // Reads abandoned past their deadline that have not returned yet.
@@ -104,6 +106,7 @@ class ReadPool {
   Options options_;
   std::shared_ptr<const Source> source_;
   std::shared_ptr<ReadPoolState> state_;
+  std::atomic<bool> cancelled_{false};  // read without the lock by inline reads
 };
 
 }  // namespace sluice::runtime

@@ -139,3 +139,62 @@ def test_gil_released_while_waiting(eval_plan):
         stop.set()
         t.join()
     assert advanced > 0
+
+
+DESTROY_CHILD = r"""
+import os, sys, threading, time
+import sluice
+root = sys.argv[1]
+loader = sluice.load(sys.argv[2], vars={"DATA": root}).loader(threads=1)
+time.sleep(0.3)  # the worker now blocks in open() of the pipe (no deadline)
+
+def release_the_pipe():
+    time.sleep(0.5)
+    os.close(os.open(os.path.join(root, "stalled.jpg"), os.O_WRONLY))
+
+threading.Thread(target=release_the_pipe, daemon=True).start()
+start = time.monotonic()
+del loader  # waits for the worker, whose read only this process's other thread ends
+print("destroyed in %.2f s" % (time.monotonic() - start))
+"""
+
+
+def test_destroying_a_loader_lets_other_python_threads_run(tmp_root):
+    # Destroying a loader waits for its started workers. Here the worker is
+    # stuck in a read that only another Python thread of the same process can
+    # end (a real case: a loader freed by the garbage collector while its
+    # remote requests wait on a loopback server thread of the process). If
+    # the destructor held the GIL, that thread could never run: a deadlock.
+    import os
+    import subprocess
+    import sys
+
+    from conftest import FAST_TARGETS
+
+    root = os.path.join(tmp_root, "destroy_gil")
+    os.makedirs(root, exist_ok=True)
+    fifo = os.path.join(root, "stalled.jpg")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    with open(os.path.join(root, "list.csv"), "w") as f:
+        f.write("path,label\n" + "stalled.jpg,0\n" * 4)
+    # allow_outside_root: an unconfined read is a plain blocking open(), which
+    # a pipe without a writer stalls in the kernel as hung storage would;
+    # read_timeout 0: the worker itself waits in it.
+    spec = ("sluice: 1\nname: destroy_gil\n"
+            "source: {format: file_list, path: \"${DATA}/list.csv\", path_column: path, "
+            "label_column: label, allow_outside_root: true, read_timeout: 0}\n"
+            "sampling: {order: sequential}\ngraph:\n"
+            "  - decode_jpeg: {in: jpg, out: image, color: rgb}\n"
+            "  - center_crop: {size: [8, 8]}\n"
+            "batch: {size: 2, fields: {image: image, label: cls}}\n"
+            "output: {device: cpu, on_error: {policy: skip, max_fraction: 1.0}}\n")
+    plan = os.path.join(root, "destroy_gil.plan")
+    sluice.compile(spec, plan, cpu_targets=FAST_TARGETS, cuda=False)
+    try:
+        done = subprocess.run([sys.executable, "-c", DESTROY_CHILD, root, plan],
+                              capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("destroying the loader held the GIL: the thread that ends its read never ran")
+    assert done.returncode == 0, done.stderr
+    assert "destroyed in" in done.stdout, done.stdout

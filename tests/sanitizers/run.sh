@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs the runtime tests (decode, sources, sampling, exec, loader) under a
 # sanitizer. Invoked by ctest (label `sanitizers`):
-#   tests/sanitizers/run.sh address|thread|undefined PATH/TO/sluice BUILD_DIR
+#   tests/sanitizers/run.sh address|thread|undefined|address,undefined PATH/TO/sluice BUILD_DIR
+# (ctest runs address,undefined and thread: two builds instead of three.)
 # 1. configures BUILD_DIR with -DSLUICE_SANITIZE=$1 and builds only
 #    sluice_runtime_tests there (no compiler, no Halide: fast enough for CI);
 # 2. compiles the loader tests' plans with the normal build's `sluice` (Halide
@@ -28,7 +29,12 @@ trap 'rm -rf "$plan_dir"' EXIT
 
 export SLUICE_TEST_PLAN="$plan_dir/loader_test.plan"
 export SLUICE_TEST_REFERENCE_PLAN="$plan_dir/reference_chain_test.plan"
+ubsan_options="print_stacktrace=1:halt_on_error=1"
 case "$san" in
+  address,undefined)
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
+    export UBSAN_OPTIONS="$ubsan_options"
+    ;;
   address)
     # detect_leaks: the loader must free every pool buffer and scratch.
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
@@ -39,10 +45,10 @@ case "$san" in
   undefined)
     # The build makes every check fatal (-fno-sanitize-recover=all); the
     # stack names the offending line.
-    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    export UBSAN_OPTIONS="$ubsan_options"
     ;;
   *)
-    echo "run.sh: unknown sanitizer '$san' (address, thread or undefined)" >&2
+    echo "run.sh: unknown sanitizer '$san' (address, thread, undefined or address,undefined)" >&2
     exit 2
     ;;
 esac

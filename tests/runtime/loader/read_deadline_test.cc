@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "tests/runtime/loader/loader_test_util.h"
@@ -47,8 +48,13 @@ class ReadDeadlineTest : public ::testing::Test {
     ASSERT_EQ(::mkfifo(fifo_.c_str(), 0600), 0) << std::strerror(errno);
     std::ofstream list(d / "list.csv");
     list << "path,label\nstalled.jpg,1\n";  // relative to the list's folder
+    std::ofstream good(d / "good.csv"), stalled(d / "stalled.csv");
+    good << "path,label\n";
+    stalled << "path,label\n";
     for (size_t i = 0; i < files.size(); ++i) {
       list << fs::relative(files[i], d).string() << "," << i % 3 << "\n";
+      good << fs::relative(files[i], d).string() << "," << i % 3 << "\n";
+      stalled << "stalled.jpg," << i % 3 << "\n";  // every sample stalls
     }
   }
   void TearDown() override { ReleaseFifo(); }
@@ -65,11 +71,13 @@ class ReadDeadlineTest : public ::testing::Test {
     }
   }
 
-  std::string PlanWith(const std::string& policy, double read_timeout) {
-    return EditedPlan(work_->path(), policy + std::to_string(read_timeout) + ".plan", [&](json& j) {
+  std::string PlanWith(const std::string& policy, double read_timeout,
+                       const std::string& list = "list.csv") {
+    const std::string name = list + policy + std::to_string(read_timeout) + ".plan";
+    return EditedPlan(work_->path(), name, [&](json& j) {
       j["source"]["format"] = "file_list";
       // allow_outside_root: a blocking open(), see the file comment.
-      j["source"]["params"] = {{"path", "${DATA}/list.csv"}, {"delimiter", "auto"},
+      j["source"]["params"] = {{"path", "${DATA}/" + list},  {"delimiter", "auto"},
                                {"path_column", "path"},      {"label_column", "label"},
                                {"allow_outside_root", true}, {"read_timeout", read_timeout}};
       j["sampling"]["order"] = "sequential";
@@ -126,6 +134,25 @@ TEST_F(ReadDeadlineTest, DestroyingALoaderWithAStalledReadReturns) {
   const auto start = Clock::now();
   { Loader gone = std::move(*loader); }
   EXPECT_LT(Clock::now() - start, 5s);
+}
+
+// Two loaders in one process share TBB's threads (a loader raises the limit
+// to its threads + 1; TBB applies the smallest). A loader whose workers are
+// all stuck in reads holds every thread, so the other loader's worker tasks
+// stay queued. Destroying that other loader must not wait for tasks that
+// never started: it once did, until the first loader's reads returned.
+TEST_F(ReadDeadlineTest, DestroyingALoaderDoesNotWaitForAnotherLoadersStuckWorkers) {
+  auto busy = Make(PlanWith("skip", 3600, "stalled.csv"));
+  ASSERT_TRUE(busy) << busy.error().ToString();
+  std::this_thread::sleep_for(300ms);  // both of its workers now wait on the pipe
+  auto other = Make(PlanWith("skip", 30, "good.csv"));
+  ASSERT_TRUE(other) << other.error().ToString();
+  std::this_thread::sleep_for(100ms);
+  auto destroyed = std::async(std::launch::async, [&] { Loader gone = std::move(*other); });
+  const bool prompt = destroyed.wait_for(5s) == std::future_status::ready;
+  { Loader gone = std::move(*busy); }  // frees the threads (a stuck `destroyed` then ends)
+  destroyed.wait();
+  EXPECT_TRUE(prompt) << "destroying a loader waited for another loader's stuck workers";
 }
 
 }  // namespace
