@@ -4,7 +4,8 @@
 #   tests/sanitizers/run.sh address|thread|undefined|address,undefined PATH/TO/sluice BUILD_DIR
 # (ctest runs address,undefined and thread: two builds instead of three.)
 # 1. configures BUILD_DIR with -DSLUICE_SANITIZE=$1 and builds only
-#    sluice_runtime_tests there (no compiler, no Halide: fast enough for CI);
+#    sluice_runtime_tests there (no compiler, no Halide; build type Sanitize,
+#    -O1 -g1: fast enough for CI);
 # 2. compiles the loader tests' plans with the normal build's `sluice` (Halide
 #    under the sanitizers would be slow; the kernels are generated code either way):
 #    loader_test.yaml (fused) and reference_chain_test.yaml (reference chain);
@@ -17,7 +18,7 @@ build="$3"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 jobs="${SLUICE_SANITIZER_JOBS:-2}"
 
-cmake -S "$src" -B "$build" -DSLUICE_SANITIZE="$san" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$src" -B "$build" -DSLUICE_SANITIZE="$san" -DCMAKE_BUILD_TYPE=Sanitize >/dev/null
 cmake --build "$build" --target sluice_runtime_tests -j "$jobs"
 
 plan_dir="$(mktemp -d "${TMPDIR:-/tmp}/sluice_sanitize_XXXXXX")"
