@@ -10,9 +10,9 @@
 
 #include "pack/pack_input.h"
 #include "pack/packer.h"
-#include "runtime/sources/tar/index_store.h"
 #include "python/src/error_dict.h"
 #include "runtime/sources/source_registry.h"
+#include "runtime/sources/tar/index_store.h"
 
 namespace py = pybind11;
 

@@ -13,13 +13,13 @@
 //
 // Contracts:
 // - Errors: every sluice::Error becomes a Python exception in exactly one place,
-//   RaiseError() below; the exception class follows the ErrorCode and carries
+//   RaiseError() (errors.h); the exception class follows the ErrorCode and carries
 //   the C++ text (ToString(): "file:line:col: error: message" plus the hint) and
 //   the fields code, message, hint, file, line, column.
 // - The GIL is released while compiling and while Loader::Next waits for a
 //   batch. A Loader is used by one Python thread at a time (a mutex serializes
 //   calls that arrive from several).
-// - Lifetime: a Tensor holds a shared_ptr to its Batch; so does every DLPack
+// - Lifetime (tensor.h): a Tensor holds a shared_ptr to its Batch; so does every DLPack
 //   capsule or numpy array made from it (numpy keeps the Tensor as its base).
 //   The batch buffer returns to the loader's pool when the last of them is
 //   gone. A Batch may outlive its Loader (see include/sluice/batch.h).
@@ -33,7 +33,6 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -43,8 +42,9 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
+#include "python/src/errors.h"
 #include "python/src/state_bindings.h"
-#include "runtime/device/cuda_driver.h"
+#include "python/src/tensor.h"
 #include "runtime/plan/plan_internal.h"
 #include "sluice/compiler.h"
 #include "sluice/sluice.h"
@@ -53,86 +53,6 @@ namespace py = pybind11;
 
 namespace sluice::python {
 namespace {
-
-// ---- errors ------------------------------------------------------------------
-
-struct ErrorClasses {
-  PyObject* base = nullptr;  // SluiceError
-  PyObject* by_code[8] = {};
-};
-ErrorClasses g_errors;
-
-PyObject* NewErrorClass(py::module_& m, const char* name, PyObject* bases, const char* doc) {
-  std::string qualified = std::string("sluice.") + name;
-  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
-  if (cls == nullptr) throw py::error_already_set();
-  m.add_object(name, py::reinterpret_borrow<py::object>(cls));
-  return cls;
-}
-
-void RegisterErrors(py::module_& m) {
-  g_errors.base = NewErrorClass(m, "SluiceError", PyExc_RuntimeError,
-                                "Base of every Sluice error. Attributes: code (the C++ "
-                                "ErrorCode name), message, hint, file, line, column.");
-  auto sub = [&](const char* name, PyObject* extra, const char* doc) {
-    PyObject* bases =
-        extra ? PyTuple_Pack(2, g_errors.base, extra) : PyTuple_Pack(1, g_errors.base);
-    PyObject* cls = NewErrorClass(m, name, bases, doc);
-    Py_DECREF(bases);
-    return cls;
-  };
-  PyObject* spec = sub("SpecError", PyExc_ValueError,
-                       "The spec is malformed; the text lists every mistake as file:line:col.");
-  PyObject* arg = sub("InvalidArgumentError", PyExc_ValueError, "A bad value was passed.");
-  PyObject* nf = sub("NotFoundError", nullptr, "A file, op or symbol does not exist.");
-  PyObject* io = sub("IoError", nullptr, "Reading or writing failed.");
-  PyObject* corrupt = sub("CorruptDataError", nullptr, "Data could not be decoded.");
-  PyObject* unsup =
-      sub("UnsupportedError", PyExc_NotImplementedError, "Valid request, not available here.");
-  PyObject* version =
-      sub("VersionMismatchError", nullptr, "An artifact was made by an incompatible version.");
-  PyObject* internal = sub("InternalError", nullptr, "A broken invariant inside Sluice.");
-  PyObject** t = g_errors.by_code;
-  t[static_cast<int>(ErrorCode::kInvalidSpec)] = spec;
-  t[static_cast<int>(ErrorCode::kInvalidArgument)] = arg;
-  t[static_cast<int>(ErrorCode::kNotFound)] = nf;
-  t[static_cast<int>(ErrorCode::kIo)] = io;
-  t[static_cast<int>(ErrorCode::kCorruptData)] = corrupt;
-  t[static_cast<int>(ErrorCode::kUnsupported)] = unsup;
-  t[static_cast<int>(ErrorCode::kVersionMismatch)] = version;
-  t[static_cast<int>(ErrorCode::kInternal)] = internal;
-}
-
-// The one place a sluice::Error becomes a Python exception. Needs the GIL.
-[[noreturn]] void RaiseError(const Error& error) {
-  int code = static_cast<int>(error.code);
-  PyObject* cls =
-      (code >= 0 && code < 8 && g_errors.by_code[code]) ? g_errors.by_code[code] : g_errors.base;
-  // Rendered diagnostics (a spec's every mistake, see SpecErrorFrom) already
-  // start with their mark: use them as they are.
-  const std::string where = error.mark.ToString();
-  const std::string text =
-      (!where.empty() && error.message.starts_with(where + ":")) ? error.message : error.ToString();
-  py::object exc = py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", text.c_str()));
-  if (!exc) throw py::error_already_set();
-  exc.attr("code") = ErrorCodeName(error.code);
-  exc.attr("message") = error.message;
-  exc.attr("hint") = error.hint;
-  exc.attr("file") = error.mark.file;
-  exc.attr("line") = error.mark.line;
-  exc.attr("column") = error.mark.column;
-  PyErr_SetObject(cls, exc.ptr());
-  throw py::error_already_set();
-}
-
-template <class T>
-T Unwrap(Result<T> r) {
-  if (!r) RaiseError(r.error());
-  return std::move(*r);
-}
-void Check(const Status& s) {
-  if (!s) RaiseError(s.error());
-}
 
 // ---- compile -----------------------------------------------------------------
 
@@ -191,206 +111,6 @@ py::object ToPython(const ParamList& params) {
   return d;
 }
 
-// ---- tensors -------------------------------------------------------------------
-
-// DLPack (v0.x ABI, as numpy >= 1.22 and torch >= 1.10 read it). Declared here
-// rather than taken from a header: the layout is a stable C ABI.
-struct DLDevice {
-  int32_t device_type;  // kDLCPU = 1
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;  // kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;  // elements
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor*);
-};
-
-std::optional<DLDataType> DLType(DType t) {
-  switch (t) {
-    case DType::kUInt8:
-      return DLDataType{1, 8, 1};
-    case DType::kInt64:
-      return DLDataType{0, 64, 1};
-    case DType::kFloat16:
-      return DLDataType{2, 16, 1};
-    case DType::kBFloat16:
-      return DLDataType{4, 16, 1};
-    case DType::kFloat32:
-      return DLDataType{2, 32, 1};
-    case DType::kBytes:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-// numpy's array-interface type string; nullopt where numpy has no such type.
-std::optional<std::string> TypeStr(DType t) {
-  switch (t) {
-    case DType::kUInt8:
-      return "|u1";
-    case DType::kInt64:
-      return "<i8";
-    case DType::kFloat16:
-      return "<f2";
-    case DType::kFloat32:
-      return "<f4";
-    case DType::kBFloat16:
-    case DType::kBytes:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-// One field of a batch. Keeps the whole Batch (and so its pool buffer) alive.
-class Tensor {
- public:
-  Tensor(std::shared_ptr<const Batch> batch, size_t field)
-      : batch_(std::move(batch)), field_(field) {}
-
-  const TensorView& view() const { return batch_->fields()[field_]; }
-  const std::shared_ptr<const Batch>& batch() const { return batch_; }
-
-  bool on_device() const { return view().device_type == DeviceType::kCUDA; }
-
-  // (DLPack device type, device id): (1, 0) for host memory, (2, N) for cuda:N.
-  py::tuple DLPackDevice() const {
-    return on_device() ? py::make_tuple(2, view().device_id) : py::make_tuple(1, 0);
-  }
-
-  std::string Device() const {
-    return on_device() ? "cuda:" + std::to_string(view().device_id) : "cpu";
-  }
-
-  // The DLPack stream protocol for a device field: the consumer's `stream`
-  // (an int: 1 legacy default, 2 per-thread default, else a CUstream handle;
-  // -1: no synchronization) waits on the batch's event; None: host sync.
-  // Without the GIL (the event may still be pending).
-  void SyncForConsumer(const py::object& stream) const {
-    void* event = batch_->cuda_event();
-    std::optional<int64_t> handle;
-    if (!stream.is_none()) {
-      if (!py::isinstance<py::int_>(stream)) {
-        RaiseError(Error{ErrorCode::kInvalidArgument,
-                         "__dlpack__(stream=...) takes an int stream handle or None",
-                         "torch passes torch.cuda.current_stream().cuda_stream (1 for the "
-                         "legacy default stream)"});
-      }
-      handle = stream.cast<int64_t>();
-    }
-    if (handle == -1) return;      // the consumer asked for no synchronization
-    if (event == nullptr) return;  // no device work pending (not a GPU batch)
-    const int ordinal = view().device_id;
-    Status st;
-    {
-      py::gil_scoped_release release;
-      if (!handle) {
-        st = runtime::cuda::EventSynchronize(event);
-      } else if (*handle < 0) {
-        st = MakeError(ErrorCode::kInvalidArgument, "__dlpack__(stream=" + std::to_string(*handle) +
-                                                        ") is not a CUDA stream handle");
-      } else {
-        st = runtime::cuda::StreamWaitEvent(ordinal, static_cast<uintptr_t>(*handle), event);
-      }
-    }
-    Check(st);
-  }
-
-  py::capsule DLPack(py::object stream) const {
-    const TensorView& v = view();
-    if (on_device()) {
-      SyncForConsumer(stream);
-    } else if (!stream.is_none() &&
-               !(py::isinstance<py::int_>(stream) && stream.cast<int64_t>() == -1)) {
-      RaiseError(Error{ErrorCode::kInvalidArgument,
-                       "__dlpack__(stream=...) is for device tensors; this tensor is on the CPU"});
-    }
-    auto dtype = DLType(v.dtype);
-    if (!dtype) {
-      RaiseError(Error{ErrorCode::kUnsupported, "field `" + v.name + "` has dtype " +
-                                                    std::string(DTypeName(v.dtype)) +
-                                                    ", which DLPack cannot describe"});
-    }
-    struct Ctx {
-      DLManagedTensor managed;
-      std::shared_ptr<const Batch> batch;
-      std::vector<int64_t> shape, strides;
-    };
-    auto* ctx = new Ctx{};
-    ctx->batch = batch_;
-    ctx->shape = v.shape;
-    ctx->strides = v.strides;
-    DLTensor& t = ctx->managed.dl_tensor;
-    t.data = v.data;
-    t.device = on_device() ? DLDevice{2, v.device_id} : DLDevice{1, 0};
-    t.ndim = static_cast<int32_t>(v.shape.size());
-    t.dtype = *dtype;
-    t.shape = ctx->shape.data();
-    t.strides = ctx->strides.data();
-    t.byte_offset = 0;
-    ctx->managed.manager_ctx = ctx;
-    ctx->managed.deleter = [](DLManagedTensor* m) { delete static_cast<Ctx*>(m->manager_ctx); };
-    // The consumer renames the capsule to "used_dltensor" and calls the deleter
-    // itself; an unconsumed capsule deletes here.
-    PyObject* cap = PyCapsule_New(&ctx->managed, "dltensor", [](PyObject* self) {
-      if (PyCapsule_IsValid(self, "dltensor")) {
-        auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(self, "dltensor"));
-        if (m && m->deleter) m->deleter(m);
-      } else {
-        PyErr_Clear();
-      }
-    });
-    if (cap == nullptr) {
-      delete ctx;
-      throw py::error_already_set();
-    }
-    return py::reinterpret_steal<py::capsule>(cap);
-  }
-
-  py::dict ArrayInterface() const {
-    const TensorView& v = view();
-    if (on_device()) {
-      RaiseError(Error{ErrorCode::kUnsupported,
-                       "field `" + v.name + "` is in CUDA device memory (" + Device() +
-                           "); numpy reads host memory only",
-                       "use torch.from_dlpack(tensor) for a CUDA tensor without a copy, or "
-                       "plan.loader(device=\"cpu\") for host batches"});
-    }
-    auto typestr = TypeStr(v.dtype);
-    if (!typestr) {
-      RaiseError(Error{ErrorCode::kUnsupported,
-                       "field `" + v.name + "` is " + std::string(DTypeName(v.dtype)) +
-                           ", which numpy has no type for",
-                       "use torch.from_dlpack(tensor) (DLPack carries bfloat16), or cast to "
-                       "float16/float32 in the spec"});
-    }
-    py::dict d;
-    d["version"] = 3;
-    d["shape"] = py::tuple(py::cast(v.shape));
-    d["typestr"] = *typestr;
-    d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(v.data), false);
-    d["strides"] = py::none();  // C-contiguous
-    return d;
-  }
-
- private:
-  std::shared_ptr<const Batch> batch_;
-  size_t field_;
-};
-
 // ---- loader --------------------------------------------------------------------
 
 bool IsFinalizing() {
@@ -430,7 +150,7 @@ class PyLoader {
     auto batch = std::make_shared<const Batch>(std::move(**next));
     py::dict out;
     const auto& fields = batch->fields();
-    for (size_t i = 0; i < fields.size(); ++i) out[py::str(fields[i].name)] = Tensor(batch, i);
+    for (size_t i = 0; i < fields.size(); ++i) out[py::str(fields[i].name)] = MakeTensor(batch, i);
     return out;
   }
 
@@ -687,39 +407,7 @@ PYBIND11_MODULE(_sluice, m) {
         return out;
       });
 
-  py::class_<Tensor>(m, "Tensor",
-                     "One field of a batch (row-major; host memory, or CUDA device memory "
-                     "on the GPU path: see `device`). Zero-copy into numpy (numpy.asarray / "
-                     "numpy.from_dlpack; host fields only) and torch (torch.from_dlpack; a "
-                     "CUDA tensor for device fields). Keeps the batch buffer alive until "
-                     "every view of it is gone.")
-      .def("__dlpack__", &Tensor::DLPack, py::arg("stream") = py::none())
-      .def("__dlpack_device__", &Tensor::DLPackDevice)
-      .def_property_readonly("device", &Tensor::Device)
-      .def_property_readonly("__array_interface__", &Tensor::ArrayInterface)
-      .def_property_readonly("name", [](const Tensor& t) { return t.view().name; })
-      .def_property_readonly("dtype",
-                             [](const Tensor& t) { return std::string(DTypeName(t.view().dtype)); })
-      .def_property_readonly("shape",
-                             [](const Tensor& t) { return py::tuple(py::cast(t.view().shape)); })
-      .def_property_readonly("strides",
-                             [](const Tensor& t) { return py::tuple(py::cast(t.view().strides)); })
-      .def_property_readonly("nbytes", [](const Tensor& t) { return t.view().bytes; })
-      .def_property_readonly(
-          "data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.view().data); })
-      .def_property_readonly("epoch", [](const Tensor& t) { return t.batch()->epoch(); })
-      .def_property_readonly("batch_index", [](const Tensor& t) { return t.batch()->index(); })
-      .def_property_readonly("sample_indices",
-                             [](const Tensor& t) { return t.batch()->sample_indices(); })
-      .def("__len__",
-           [](const Tensor& t) { return t.view().shape.empty() ? 0 : t.view().shape[0]; })
-      .def("__repr__", [](const Tensor& t) {
-        std::string s =
-            "sluice.Tensor(" + t.view().name + ", " + std::string(DTypeName(t.view().dtype)) + "[";
-        for (size_t i = 0; i < t.view().shape.size(); ++i)
-          s += (i ? "," : "") + std::to_string(t.view().shape[i]);
-        return s + "])";
-      });
+  BindTensor(m);
 
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](std::shared_ptr<Plan> plan, int rank, int world_size, uint64_t epoch,
