@@ -434,17 +434,16 @@ void TarShardSource::WillRead(std::span<const uint64_t> indices) const {
     return;
   }
   if (reader_ == nullptr) return;
-  std::vector<tar::RemoteShardReader::Range> ranges;
-  ranges.reserve(indices.size());
+  announced_.clear();
   for (uint64_t i : indices) {
     if (i >= size_) continue;
     const size_t k = ShardNumber(i);
     const Shard& s = shards_[k];
     const tar::SampleRecord& r = s.records[i - s.start];
     if (r.bad() || !s.disagreement.empty()) continue;  // Read fails without I/O
-    ranges.push_back({i, k, r.offset - tar::kBlockSize, tar::kBlockSize + r.size});
+    announced_.push_back({i, k, r.offset - tar::kBlockSize, tar::kBlockSize + r.size});
   }
-  reader_->WillRead(ranges);
+  reader_->WillRead(announced_);
 }
 
 void TarShardSource::CancelReads() const {

@@ -157,6 +157,8 @@ class TarShardSource final : public Source {
   // WillRead's state (its callers hold the loader's lock: one at a time).
   mutable uint64_t misses_seen_ = 0;
   mutable int prefetch_calls_left_ = kPrefetchCallsAfterMiss;
+  // The remote ranges announced (reused: no allocation per batch once grown).
+  mutable std::vector<tar::RemoteShardReader::Range> announced_;
 };
 
 // The registry's open function: params path, image ("jpg;jpeg;png": ';' or

@@ -132,15 +132,7 @@ class BadAccountingTest : public ::testing::Test {
     });
   }
   static Loader Make(const std::string& plan_path, int threads) {
-    auto plan = Plan::Load(plan_path, {{"DATA", TheCorpus().data->path().string()}});
-    if (!plan) throw std::runtime_error(plan.error().ToString());
-    LoaderOptions o;
-    o.threads = threads;
-    o.rank = 0;
-    o.world_size = 1;
-    auto loader = Loader::Create(*plan, o);
-    if (!loader) throw std::runtime_error(loader.error().ToString());
-    return std::move(*loader);
+    return MakeSingleRankLoader(plan_path, TheCorpus().data->path(), threads);
   }
   // The corrupted files epoch 0 reads: all with pad, all but the one at
   // global position n-1 with drop.

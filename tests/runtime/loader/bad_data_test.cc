@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
-#include <stdexcept>
 
 #include "tests/runtime/loader/loader_test_util.h"
 
@@ -34,33 +33,15 @@ class BadDataTest : public ::testing::Test {
     std::string text = "this is not a jpeg";
     WriteBytes(d / "class_2/bad_text.jpg", std::vector<uint8_t>(text.begin(), text.end()));
     // Absurd dimensions: patch the SOF0 height/width to 60000 x 60000.
-    std::vector<uint8_t> huge = good;
-    for (size_t i = 0; i + 8 < huge.size(); ++i) {
-      if (huge[i] == 0xFF && huge[i + 1] == 0xC0) {
-        huge[i + 5] = 0xEA, huge[i + 6] = 0x60;  // height
-        huge[i + 7] = 0xEA, huge[i + 8] = 0x60;  // width
-        break;
-      }
-    }
-    WriteBytes(d / "class_0/bad_huge.jpg", huge);
+    WriteBytes(d / "class_0/bad_huge.jpg", WithSof0Size(good, 60000, 60000));
   }
   std::string PlanWith(const std::string& policy, double max_fraction) {
-    return EditedPlan(work_->path(), policy + std::to_string(max_fraction) + ".plan",
-                      [&](json& j) {
-                        j["output"]["on_error"] = {{"policy", policy},
-                                                   {"max_fraction", max_fraction}};
-                      });
+    return EditedPlan(work_->path(), policy + std::to_string(max_fraction) + ".plan", [&](json& j) {
+      j["output"]["on_error"] = {{"policy", policy}, {"max_fraction", max_fraction}};
+    });
   }
   Loader Make(const std::string& plan_path, int threads) {
-    auto plan = Plan::Load(plan_path, {{"DATA", data_->path().string()}});
-    if (!plan) throw std::runtime_error(plan.error().ToString());
-    LoaderOptions o;
-    o.threads = threads;
-    o.rank = 0;
-    o.world_size = 1;
-    auto loader = Loader::Create(*plan, o);
-    if (!loader) throw std::runtime_error(loader.error().ToString());
-    return std::move(*loader);
+    return MakeSingleRankLoader(plan_path, data_->path(), threads);
   }
   std::unique_ptr<ScopedDir> work_, data_;
 };

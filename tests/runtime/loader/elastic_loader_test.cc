@@ -10,9 +10,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "runtime/sources/image_folder_source.h"
-#include "runtime/sources/tar/tar_format.h"
 #include "tests/runtime/loader/loader_test_util.h"
+#include "tests/runtime/loader/shard_test_util.h"
 
 namespace sluice {
 namespace {
@@ -34,26 +33,7 @@ class ElasticLoaderTest : public ::testing::Test {
     tar_folder_ = std::make_unique<ScopedDir>("elastic_tar_folder");
     MakeDataset(folder_->path(), kFolderSamples);
     MakeDataset(tar_folder_->path(), kTarSamples);
-    auto src = runtime::ImageFolderSource::Open(tar_folder_->path().string());
-    ASSERT_TRUE(src.has_value());
-    std::vector<uint8_t> bytes;
-    for (int k = 0; k < 10; ++k) {
-      auto w = runtime::tar::Writer::Create(
-          (shards_->path() / ("shard-00000" + std::to_string(k) + ".tar")).string());
-      ASSERT_TRUE(w.has_value());
-      for (size_t i = 6 * static_cast<size_t>(k); i < 6 * static_cast<size_t>(k) + 6; ++i) {
-        auto n = (*src)->Read(i, bytes);
-        ASSERT_TRUE(n.has_value());
-        char key[16];
-        std::snprintf(key, sizeof(key), "%06zu", i);
-        const std::string label = std::to_string((*src)->label(i));
-        ASSERT_TRUE(w->Add(std::string(key) + ".jpg", {bytes.data(), *n}).has_value());
-        ASSERT_TRUE(w->Add(std::string(key) + ".cls",
-                           {reinterpret_cast<const uint8_t*>(label.data()), label.size()})
-                        .has_value());
-      }
-      ASSERT_TRUE(w->Finish().has_value());
-    }
+    ASSERT_NO_FATAL_FAILURE(WriteTarShards(tar_folder_->path(), shards_->path(), 10, 6));
   }
 
   std::string PlanFor(bool tar, const std::string& order, const std::string& remainder) {
@@ -62,14 +42,7 @@ class ElasticLoaderTest : public ::testing::Test {
       j["sampling"]["order"] = order;
       j["sampling"]["remainder"] = remainder;
       j["sampling"]["shuffle_buffer"] = 4;
-      if (tar) {
-        j["source"]["format"] = "tar_shards";
-        j["source"]["params"] = {{"path", "${DATA}"},
-                                 {"image", "jpg"},
-                                 {"label", "cls"},
-                                 {"index", ""},
-                                 {"cache_dir", ""}};
-      }
+      if (tar) UseTarShardsSource(j, "${DATA}");
     });
   }
 

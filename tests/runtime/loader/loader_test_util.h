@@ -18,6 +18,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,21 @@ inline std::vector<uint8_t> MakeJpeg(int width, int height, uint32_t seed, int q
   return out;
 }
 
+// `jpeg` with the height and width fields of its first SOF0 (baseline frame)
+// header set to `height` x `width`, the rest unchanged: an image whose header
+// claims a size its data does not have. Unchanged when there is no SOF0.
+inline std::vector<uint8_t> WithSof0Size(std::vector<uint8_t> jpeg, uint16_t height,
+                                         uint16_t width) {
+  for (size_t i = 0; i + 8 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {
+      jpeg[i + 5] = static_cast<uint8_t>(height >> 8), jpeg[i + 6] = height & 255;
+      jpeg[i + 7] = static_cast<uint8_t>(width >> 8), jpeg[i + 8] = width & 255;
+      break;
+    }
+  }
+  return jpeg;
+}
+
 inline void WriteBytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
   fs::create_directories(path.parent_path());
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -169,6 +185,23 @@ inline std::vector<std::string> MakeDataset(const fs::path& dir, int n, int clas
     paths.push_back(p.string());
   }
   return paths;
+}
+
+// A loader for rank 0 of a world of 1 with `threads` threads (every other
+// LoaderOptions field at its default) over the plan at `plan_path`, with
+// ${DATA} bound to `data`. Throws std::runtime_error with the error's text
+// when the plan does not load or the loader cannot be created.
+inline Loader MakeSingleRankLoader(const std::string& plan_path, const fs::path& data,
+                                   int threads) {
+  auto plan = Plan::Load(plan_path, {{"DATA", data.string()}});
+  if (!plan) throw std::runtime_error(plan.error().ToString());
+  LoaderOptions o;
+  o.threads = threads;
+  o.rank = 0;
+  o.world_size = 1;
+  auto loader = Loader::Create(*plan, o);
+  if (!loader) throw std::runtime_error(loader.error().ToString());
+  return std::move(*loader);
 }
 
 // All bytes of every field of `batch`, for comparisons.

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "tests/runtime/loader/loader_test_util.h"
@@ -32,15 +31,8 @@ class PixelLimitTest : public ::testing::Test {
   }
   // The first error of one epoch, or "" when the epoch ran through.
   std::string FirstError(const std::string& plan_path) {
-    auto plan = Plan::Load(plan_path, {{"DATA", data_->path().string()}});
-    if (!plan) throw std::runtime_error(plan.error().ToString());
-    LoaderOptions o;
-    o.threads = 2;
-    o.rank = 0;
-    o.world_size = 1;
-    auto loader = Loader::Create(*plan, o);
-    if (!loader) throw std::runtime_error(loader.error().ToString());
-    auto epoch = ReadEpoch(*loader);
+    Loader loader = MakeSingleRankLoader(plan_path, data_->path(), 2);
+    auto epoch = ReadEpoch(loader);
     return epoch ? "" : epoch.error().ToString();
   }
   std::unique_ptr<ScopedDir> work_, data_;
@@ -57,15 +49,7 @@ TEST_F(PixelLimitTest, PlanLimitReachesTheDecoder) {
 
 TEST_F(PixelLimitTest, BombIsABadSampleNamingTheFile) {
   // A 64 x 48 JPEG whose SOF claims 30000 x 30000 (900 MP).
-  std::vector<uint8_t> bomb = MakeJpeg(64, 48, 7);
-  for (size_t i = 0; i + 8 < bomb.size(); ++i) {
-    if (bomb[i] == 0xFF && bomb[i + 1] == 0xC0) {
-      bomb[i + 5] = 30000 >> 8, bomb[i + 6] = 30000 & 255;
-      bomb[i + 7] = 30000 >> 8, bomb[i + 8] = 30000 & 255;
-      break;
-    }
-  }
-  WriteBytes(data_->path() / "class_1/bomb.jpg", bomb);
+  WriteBytes(data_->path() / "class_1/bomb.jpg", WithSof0Size(MakeJpeg(64, 48, 7), 30000, 30000));
   const std::string e = FirstError(PlanWith(0));
   EXPECT_NE(e.find("bomb.jpg"), std::string::npos) << e;
   EXPECT_NE(e.find("30000x30000"), std::string::npos) << e;

@@ -6,11 +6,9 @@
 // over the decode op's max_pixels is a bad sample named SHARD:KEY.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
-
-#include "runtime/sources/image_folder_source.h"
 #include "runtime/sources/tar/tar_format.h"
 #include "tests/runtime/loader/loader_test_util.h"
+#include "tests/runtime/loader/shard_test_util.h"
 
 namespace sluice {
 namespace {
@@ -27,26 +25,7 @@ class TarShardsLoaderTest : public ::testing::Test {
     shards_ = std::make_unique<ScopedDir>("tar_shards");
     MakeDataset(folder_->path(), 24);
     // The folder's samples in its order, three shards of eight, keys %06d.
-    auto src = runtime::ImageFolderSource::Open(folder_->path().string());
-    ASSERT_TRUE(src.has_value());
-    std::vector<uint8_t> bytes;
-    for (int k = 0; k < 3; ++k) {
-      auto w = runtime::tar::Writer::Create(
-          (shards_->path() / ("shard-00000" + std::to_string(k) + ".tar")).string());
-      ASSERT_TRUE(w.has_value());
-      for (size_t i = 8 * static_cast<size_t>(k); i < 8 * static_cast<size_t>(k) + 8; ++i) {
-        auto n = (*src)->Read(i, bytes);
-        ASSERT_TRUE(n.has_value());
-        char key[16];
-        std::snprintf(key, sizeof(key), "%06zu", i);
-        const std::string label = std::to_string((*src)->label(i));
-        ASSERT_TRUE(w->Add(std::string(key) + ".jpg", {bytes.data(), *n}).has_value());
-        ASSERT_TRUE(w->Add(std::string(key) + ".cls",
-                           {reinterpret_cast<const uint8_t*>(label.data()), label.size()})
-                        .has_value());
-      }
-      ASSERT_TRUE(w->Finish().has_value());
-    }
+    ASSERT_NO_FATAL_FAILURE(WriteTarShards(folder_->path(), shards_->path(), 3, 8));
   }
   // The test plan reading tar_shards at `path`; `sequential`: in order, the
   // last batch padded (every sample is visited).
@@ -57,30 +36,17 @@ class TarShardsLoaderTest : public ::testing::Test {
         j["sampling"]["order"] = "sequential";
         j["sampling"]["remainder"] = "pad";
       }
-      j["source"]["format"] = "tar_shards";
-      j["source"]["params"] = {
-          {"path", path}, {"image", "jpg"}, {"label", "cls"}, {"index", ""}, {"cache_dir", ""}};
+      UseTarShardsSource(j, path);
       j["output"]["on_error"] = {{"policy", policy}, {"max_fraction", 0.5}};
     });
-  }
-  Loader Make(const std::string& plan_path, const fs::path& data, int threads) {
-    auto plan = Plan::Load(plan_path, {{"DATA", data.string()}});
-    if (!plan) throw std::runtime_error(plan.error().ToString());
-    LoaderOptions o;
-    o.threads = threads;
-    o.rank = 0;
-    o.world_size = 1;
-    auto loader = Loader::Create(*plan, o);
-    if (!loader) throw std::runtime_error(loader.error().ToString());
-    return std::move(*loader);
   }
   std::unique_ptr<ScopedDir> work_, folder_, shards_;
 };
 
 TEST_F(TarShardsLoaderTest, SameBatchesAsTheImageFolder) {
-  Loader folder = Make(TestPlan().path, folder_->path(), 2);
-  Loader shards =
-      Make(TarPlan("tar.plan", "${DATA}/shard-{000000..000002}.tar", "fail"), shards_->path(), 2);
+  Loader folder = MakeSingleRankLoader(TestPlan().path, folder_->path(), 2);
+  Loader shards = MakeSingleRankLoader(
+      TarPlan("tar.plan", "${DATA}/shard-{000000..000002}.tar", "fail"), shards_->path(), 2);
   auto a = ReadEpoch(folder);
   auto b = ReadEpoch(shards);
   ASSERT_TRUE(a.has_value()) << a.error().ToString();
@@ -105,7 +71,8 @@ TEST_F(TarShardsLoaderTest, CorruptShardAndMissingFieldAreSkippedBadSamples) {
   ASSERT_TRUE(w->Finish().has_value());
   fs::resize_file(shards_->path() / "shard-000003.tar", *cut + jpeg.size() / 2);
 
-  Loader loader = Make(TarPlan("skip.plan", "${DATA}", "skip", true), shards_->path(), 2);
+  Loader loader =
+      MakeSingleRankLoader(TarPlan("skip.plan", "${DATA}", "skip", true), shards_->path(), 2);
   auto epoch = ReadEpoch(loader);
   ASSERT_TRUE(epoch.has_value()) << epoch.error().ToString();
   // 27 samples in the source (25 good), batch 4, the last batch padded: 7 batches.
@@ -122,7 +89,8 @@ TEST_F(TarShardsLoaderTest, CorruptShardAndMissingFieldAreSkippedBadSamples) {
   EXPECT_TRUE(saw_label);
   EXPECT_TRUE(saw_truncated);
 
-  Loader failing = Make(TarPlan("fail.plan", "${DATA}", "fail", true), shards_->path(), 1);
+  Loader failing =
+      MakeSingleRankLoader(TarPlan("fail.plan", "${DATA}", "fail", true), shards_->path(), 1);
   auto failed = ReadEpoch(failing);
   ASSERT_FALSE(failed.has_value());
   EXPECT_EQ(failed.error().code, ErrorCode::kCorruptData);
@@ -134,14 +102,7 @@ TEST_F(TarShardsLoaderTest, DecompressionBombInAShardIsABadSampleNamingIt) {
   // A tar member goes through the same decoders as a file, so max_pixels holds:
   // a 64 x 48 JPEG whose SOF claims 30000 x 30000 (900 MP), as sample "bomb"
   // of a fourth shard, is refused from its header under the default limit.
-  std::vector<uint8_t> bomb = MakeJpeg(64, 48, 7);
-  for (size_t i = 0; i + 8 < bomb.size(); ++i) {
-    if (bomb[i] == 0xFF && bomb[i + 1] == 0xC0) {
-      bomb[i + 5] = 30000 >> 8, bomb[i + 6] = 30000 & 255;
-      bomb[i + 7] = 30000 >> 8, bomb[i + 8] = 30000 & 255;
-      break;
-    }
-  }
+  const std::vector<uint8_t> bomb = WithSof0Size(MakeJpeg(64, 48, 7), 30000, 30000);
   auto w = runtime::tar::Writer::Create((shards_->path() / "shard-000003.tar").string());
   ASSERT_TRUE(w.has_value());
   const uint8_t one = '1';
@@ -149,7 +110,8 @@ TEST_F(TarShardsLoaderTest, DecompressionBombInAShardIsABadSampleNamingIt) {
   ASSERT_TRUE(w->Add("bomb.cls", {&one, 1}).has_value());
   ASSERT_TRUE(w->Finish().has_value());
 
-  Loader failing = Make(TarPlan("bomb.plan", "${DATA}", "fail", true), shards_->path(), 2);
+  Loader failing =
+      MakeSingleRankLoader(TarPlan("bomb.plan", "${DATA}", "fail", true), shards_->path(), 2);
   auto failed = ReadEpoch(failing);
   ASSERT_FALSE(failed.has_value());
   const std::string& e = failed.error().message;
@@ -157,7 +119,8 @@ TEST_F(TarShardsLoaderTest, DecompressionBombInAShardIsABadSampleNamingIt) {
   EXPECT_NE(e.find("30000x30000"), std::string::npos) << e;
   EXPECT_NE(e.find("max_pixels=100000000"), std::string::npos) << e;
 
-  Loader skipping = Make(TarPlan("bomb_skip.plan", "${DATA}", "skip", true), shards_->path(), 2);
+  Loader skipping =
+      MakeSingleRankLoader(TarPlan("bomb_skip.plan", "${DATA}", "skip", true), shards_->path(), 2);
   auto epoch = ReadEpoch(skipping);
   ASSERT_TRUE(epoch.has_value()) << epoch.error().ToString();
   EXPECT_EQ(skipping.Stats().bad_samples, 1u);

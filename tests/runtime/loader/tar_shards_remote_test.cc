@@ -10,11 +10,9 @@
 
 #include <algorithm>
 #include <fstream>
-#include <stdexcept>
 
-#include "runtime/sources/image_folder_source.h"
-#include "runtime/sources/tar/tar_format.h"
 #include "tests/runtime/loader/loader_test_util.h"
+#include "tests/runtime/loader/shard_test_util.h"
 
 namespace sluice {
 namespace {
@@ -31,26 +29,7 @@ class TarShardsRemoteTest : public ::testing::Test {
     shards_ = std::make_unique<ScopedDir>("rtar_shards");
     cache_ = std::make_unique<ScopedDir>("rtar_cache");
     MakeDataset(folder_->path(), 24);
-    auto src = runtime::ImageFolderSource::Open(folder_->path().string());
-    ASSERT_TRUE(src.has_value());
-    std::vector<uint8_t> bytes;
-    for (int k = 0; k < 3; ++k) {
-      auto w = runtime::tar::Writer::Create(
-          (shards_->path() / ("shard-00000" + std::to_string(k) + ".tar")).string());
-      ASSERT_TRUE(w.has_value());
-      for (size_t i = 8 * static_cast<size_t>(k); i < 8 * static_cast<size_t>(k) + 8; ++i) {
-        auto n = (*src)->Read(i, bytes);
-        ASSERT_TRUE(n.has_value());
-        char key[16];
-        std::snprintf(key, sizeof(key), "%06zu", i);
-        const std::string label = std::to_string((*src)->label(i));
-        ASSERT_TRUE(w->Add(std::string(key) + ".jpg", {bytes.data(), *n}).has_value());
-        ASSERT_TRUE(w->Add(std::string(key) + ".cls",
-                           {reinterpret_cast<const uint8_t*>(label.data()), label.size()})
-                        .has_value());
-      }
-      ASSERT_TRUE(w->Finish().has_value());
-    }
+    ASSERT_NO_FATAL_FAILURE(WriteTarShards(folder_->path(), shards_->path(), 3, 8));
   }
   // The test plan reading tar_shards at `path` in `order`.
   std::string TarPlan(const std::string& name, const std::string& path, const std::string& order,
@@ -58,10 +37,8 @@ class TarShardsRemoteTest : public ::testing::Test {
                       const std::string& shard_cache = "") {
     return EditedPlan(work_->path(), name, [&](json& j) {
       j["sampling"]["order"] = order;
-      j["source"]["format"] = "tar_shards";
-      j["source"]["params"] = {
-          {"path", path}, {"image", "jpg"},           {"label", "cls"},
-          {"index", ""},  {"read_ahead", read_ahead}, {"cache_dir", cache_->path().string()}};
+      UseTarShardsSource(j, path, cache_->path().string());
+      j["source"]["params"]["read_ahead"] = read_ahead;
       if (!shard_cache.empty()) {
         j["source"]["params"]["cache"] = {{"dir", shard_cache}, {"max_bytes", 1 << 30}};
       }
@@ -69,15 +46,7 @@ class TarShardsRemoteTest : public ::testing::Test {
     });
   }
   Loader Make(const std::string& plan_path, int threads) {
-    auto plan = Plan::Load(plan_path, {{"DATA", shards_->path().string()}});
-    if (!plan) throw std::runtime_error(plan.error().ToString());
-    LoaderOptions o;
-    o.threads = threads;
-    o.rank = 0;
-    o.world_size = 1;
-    auto loader = Loader::Create(*plan, o);
-    if (!loader) throw std::runtime_error(loader.error().ToString());
-    return std::move(*loader);
+    return MakeSingleRankLoader(plan_path, shards_->path(), threads);
   }
   std::string Url() const { return "file://" + shards_->path().string(); }
   std::unique_ptr<ScopedDir> work_, folder_, shards_, cache_;
