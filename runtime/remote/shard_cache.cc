@@ -182,37 +182,58 @@ class ShardCache::LockFile {
   int fd_;
 };
 
-Result<std::optional<ShardCache::LockFile>> ShardCache::Lock(const std::string& path) const {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return std::unexpected(IoError("cannot open lock '" + path + "'", errno).error());
-  LockFile held(fd);  // closes fd on every return but the first
+int ShardCache::FlockWithin(int fd, int op, double wait_s) const {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(std::max(0.0, lock_wait_s_)));
+                         std::chrono::duration<double>(std::clamp(wait_s, 0.0, 1e6)));
   // Polled with a growing pause (1 ms to 50 ms): flock itself cannot time out
   // or be interrupted by another thread.
   std::chrono::microseconds pause(1000);
   for (;;) {
-    const int err = Flock(fd, LOCK_EX | LOCK_NB);
-    if (err == 0) return std::optional<LockFile>(std::move(held));
-    if (err != EWOULDBLOCK)
-      return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
-    if (cancelled_.load()) {
-      return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
-    }
+    const int err = Flock(fd, op | LOCK_NB);
+    if (err != EWOULDBLOCK) return err;
+    if (cancelled_.load()) return ECANCELED;
     const Clock::time_point now = Clock::now();
-    if (now >= deadline) {
-      if (lock_timeouts_.fetch_add(1) == 0) {
-        log::Warn("shard cache", "'" + path + "' was held by another process for more than " +
-                                     SecondsText(lock_wait_s_) +
-                                     ": reading shards without the cache while it stays held");
-      }
-      return std::optional<LockFile>();
-    }
+    if (now >= deadline) return EWOULDBLOCK;
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
     pause = std::min(pause * 2, std::chrono::microseconds(50000));
   }
+}
+
+Result<std::optional<ShardCache::LockFile>> ShardCache::Lock(const std::string& path) const {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return std::unexpected(IoError("cannot open lock '" + path + "'", errno).error());
+  LockFile held(fd);  // closes fd on every return but the first
+  bool timed_out_before;
+  {
+    std::lock_guard lock(held_mutex_);
+    timed_out_before = held_too_long_.contains(path);
+  }
+  const int err = FlockWithin(fd, LOCK_EX, timed_out_before ? 0.0 : lock_wait_s_);
+  if (err == 0) {
+    if (timed_out_before) {
+      std::lock_guard lock(held_mutex_);
+      held_too_long_.erase(path);
+    }
+    return std::optional<LockFile>(std::move(held));
+  }
+  if (err == ECANCELED) {
+    return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
+  }
+  if (err != EWOULDBLOCK) {
+    return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
+  }
+  {
+    std::lock_guard lock(held_mutex_);
+    held_too_long_.insert(path);
+  }
+  if (lock_timeouts_.fetch_add(1) == 0) {
+    log::Warn("shard cache", "'" + path + "' was held by another process for more than " +
+                                 SecondsText(lock_wait_s_) +
+                                 ": reading shards without the cache while it stays held");
+  }
+  return std::optional<LockFile>();
 }
 
 Result<std::unique_ptr<ShardCache>> ShardCache::Open(const std::string& dir, uint64_t max_bytes,
@@ -251,7 +272,13 @@ Result<CachedShard> ShardCache::OpenEntry(const std::string& name, uint64_t size
     return std::unexpected(IoError("cannot open '" + path + "'", errno).error());
   }
   CachedShard held(fd, path, size, /*kept=*/true);  // closes fd on every early return
-  if (const int err = Flock(fd, LOCK_SH); err != 0) {
+  // Another process evicting this entry holds it exclusively for a moment;
+  // one stopped right then must not stall us: past lock_wait_s it is a miss.
+  if (const int err = FlockWithin(fd, LOCK_SH, lock_wait_s_); err != 0) {
+    if (err == EWOULDBLOCK) return CachedShard();
+    if (err == ECANCELED) {
+      return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
+    }
     return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
   }
   struct stat opened, current;

@@ -34,6 +34,10 @@
 //    download of the same key, or the directory lock) still held after
 //    lock_wait_s makes the shard a pass-through download (counted in
 //    stats.lock_timeouts), so a stopped or hung peer never stalls this loader.
+//    After such a timeout the same lock is only tried, not waited for, until
+//    this cache gets it again: a peer stopped while holding the directory
+//    lock costs one wait, not one per shard. The shared lock that pins an
+//    entry is waited for the same bounded way (a miss when it times out).
 //    Cancel() ends every wait at once (kIo).
 #pragma once
 
@@ -41,7 +45,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -144,10 +150,13 @@ class ShardCache {
                                uint64_t expected_size, const std::string& expected_sha256,
                                const Fetch& fetch, bool keep);
   class LockFile;
-  // An exclusive flock on `path`, waiting at most lock_wait_s: nullopt when
-  // another process held it all that time (counted), kIo when cancelled or
-  // the file cannot be opened.
+  // An exclusive flock on `path`, waiting at most lock_wait_s (not at all
+  // while `path` is in held_too_long_): nullopt when another process held it
+  // all that time (counted), kIo when cancelled or the file cannot be opened.
   Result<std::optional<LockFile>> Lock(const std::string& path) const;
+  // Polls flock(fd, op | LOCK_NB) until it succeeds (0), `wait_s` passes
+  // (EWOULDBLOCK), the cache is cancelled (ECANCELED) or flock fails (errno).
+  int FlockWithin(int fd, int op, double wait_s) const;
 
   std::string dir_;
   uint64_t max_bytes_;
@@ -156,6 +165,9 @@ class ShardCache {
   std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_written_{0}, evictions_{0},
       checksum_failures_{0}, passthrough_{0};
   mutable std::atomic<uint64_t> lock_timeouts_{0};
+  // Lock paths whose last wait timed out (tried without waiting until got).
+  mutable std::mutex held_mutex_;
+  mutable std::set<std::string> held_too_long_;
   std::atomic<uint64_t> partial_counter_{0};
 };
 

@@ -14,9 +14,9 @@
 
 #ifdef SYS_openat2
 #include <linux/openat2.h>
+#endif
 
 #include "common/pread_full.h"
-#endif
 
 namespace sluice::runtime {
 namespace {

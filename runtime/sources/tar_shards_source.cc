@@ -509,9 +509,11 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
   if (const ParamValue* section = FindParam(params, "remote");
       section != nullptr && std::holds_alternative<ParamList>(section->value)) {
     const ParamList& r = section->AsSection();
+    // Seconds past 1e6 (11 days) mean "never" and are clamped there, so that
+    // converting them to clock ticks cannot overflow.
     auto number = [&](const char* name, double fallback) {
       const ParamValue* v = FindParam(r, name);
-      return v == nullptr ? fallback : v->AsFloat();
+      return v == nullptr ? fallback : std::min(v->AsFloat(), 1e6);
     };
     remote::RemoteOptions& o = options.remote;
     o.connect_timeout_s = number("connect_timeout_s", o.connect_timeout_s);
@@ -539,9 +541,16 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
                          "max_bytes: 200000000000}");
       }
       // Another process's download is waited for as long as one of ours
-      // may take (the remote deadline), then read past the cache.
-      auto cache = remote::ShardCache::Open(dir, static_cast<uint64_t>(max_bytes),
-                                            options.remote.deadline_s);
+      // may take (the remote deadline), then read past the cache; but for at
+      // most half a sample's read deadline, so that a peer stopped while
+      // holding a lock never makes our reads pass source.read_timeout.
+      double lock_wait_s = options.remote.deadline_s;
+      if (const ParamValue* t = FindParam(params, "read_timeout"); t != nullptr) {
+        if (const double read_timeout = t->AsFloat(); read_timeout > 0) {
+          lock_wait_s = std::min(lock_wait_s, read_timeout / 2);
+        }
+      }
+      auto cache = remote::ShardCache::Open(dir, static_cast<uint64_t>(max_bytes), lock_wait_s);
       if (!cache) return std::unexpected(cache.error());
       options.read.cache = std::move(*cache);
     }

@@ -270,6 +270,65 @@ TEST(ShardCacheTest, AHeldDirectoryLockMakesTheDownloadAPassThrough) {
   EXPECT_FALSE((*cache)->UsedBytes());  // the directory lock is still held: an error, no hang
 }
 
+// A peer stopped while holding the directory lock costs one wait, not one
+// per shard: later shards try the lock without waiting (each still counted),
+// and once the peer lets go the cache is used again.
+TEST(ShardCacheTest, AfterOneLockTimeoutTheSameLockIsOnlyTriedUntilItIsFree) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/0.5);
+  ASSERT_TRUE(cache);
+  auto peer = std::make_unique<HeldLock>((tmp.path() / ".lock").string());
+  const auto first = ShardBytes("first", 3000);
+  auto held = (*cache)->Acquire("first", first.size(), Sha256Hex(first), StreamOf(first, nullptr));
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_FALSE(held->kept());
+  const auto second = ShardBytes("second", 3000);
+  const auto start = std::chrono::steady_clock::now();
+  held = (*cache)->Acquire("second", second.size(), Sha256Hex(second), StreamOf(second, nullptr));
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_LT(SecondsSince(start), 0.4);  // not another lock_wait_s
+  EXPECT_FALSE(held->kept());
+  EXPECT_EQ(ReadAll(*held), second);
+  EXPECT_EQ((*cache)->stats().lock_timeouts, 2u);
+  peer.reset();  // the peer lets go: the next shard is kept again
+  const auto third = ShardBytes("third", 3000);
+  held = (*cache)->Acquire("third", third.size(), Sha256Hex(third), StreamOf(third, nullptr));
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_TRUE(held->kept());
+  EXPECT_EQ((*cache)->stats().lock_timeouts, 2u);
+}
+
+// An entry another process holds exclusively (it is evicting it, and stopped
+// there) is waited for at most lock_wait_s, then treated as a miss.
+TEST(ShardCacheTest, AnEntryHeldExclusivelyByAPeerIsAMissAfterTheLockWait) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/0.3);
+  ASSERT_TRUE(cache);
+  const std::string key = "s3://b/entry.tar";
+  const auto bytes = ShardBytes(key, 4000);
+  std::atomic<int> calls{0};
+  {
+    auto held = (*cache)->Acquire(key, bytes.size(), Sha256Hex(bytes), StreamOf(bytes, &calls));
+    ASSERT_TRUE(held) << held.error().message;
+    ASSERT_TRUE(held->kept());
+  }
+  std::string entry;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
+    const std::string name = e.path().filename().string();
+    if (name[0] != '.' && name.find("lock") == std::string::npos) entry = e.path().string();
+  }
+  ASSERT_FALSE(entry.empty());
+  HeldLock peer(entry);  // LOCK_EX, as an eviction takes it
+  const auto start = std::chrono::steady_clock::now();
+  auto held = (*cache)->Acquire(key, bytes.size(), Sha256Hex(bytes), StreamOf(bytes, &calls));
+  const double waited = SecondsSince(start);
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_GE(waited, 0.3);
+  EXPECT_LT(waited, 5.0);
+  EXPECT_EQ(ReadAll(*held), bytes);
+  EXPECT_EQ(calls.load(), 2);  // downloaded again: the pinned copy was not usable
+}
+
 TEST(ShardCacheTest, CancelEndsAWaitForAnotherProcessAtOnce) {
   TempDir tmp;
   auto cache = ShardCache::Open(tmp.path().string(), 1 << 20, /*lock_wait_s=*/60);
