@@ -2,7 +2,8 @@
 item 4; docs/remote.md "Failure behaviour"), against real servers on loopback
 (tests/remote/fixtures/serve.py): a flaky proxy in front of HTTP and of S3
 (moto, IAM auth on) yields the exact batches of local shards with the
-retries counted; a stalled request is hedged; a dead server hits the
+retries counted; a stalled request is hedged; a stalled shard stream is
+resumed from its first undelivered byte; a dead server hits the
 deadline with an error naming the URL, or, under on_error: skip, makes each
 sample of its shard a bad sample counted once; destroying a loader with
 requests in flight returns promptly; two processes share one shard cache,
@@ -196,6 +197,32 @@ def test_a_stalled_request_is_hedged(tmp_root, env, http, local_batches):
     assert stats["remote_retries"] == 0 and stats["bad_samples"] == 0
     # Unhedged, the epoch cannot end before a stalled read answers (delay s).
     assert took < delay / 2, took
+
+
+def test_a_stalled_shard_stream_is_resumed_not_waited_out(tmp_root, env, http, local_batches):
+    serve = load_serve()
+    want = local_batches("shard_shuffle")
+    deadline = 30.0
+    with serve.FaultProxy(http.port) as proxy:
+        url = proxy.url + "/shards/" + PATTERN
+        build_index(tmp_root, url, "shard_shuffle", "stall_index.plan")
+        plan = compile_spec(tmp_root, "stall.plan", spec(
+            url, "shard_shuffle", remote="stall_timeout_s: 0.5, deadline_s: %g, max_retries: 3, "
+            "backoff_initial_s: 0.01, hedge_delay_s: 0" % deadline))
+        # The first and third shard GETs send half their body, then nothing.
+        proxy.set_faults([("stall", 1000, 0), ("stall", 1000, 2)], match=".tar",
+                         methods=("GET",))
+        start = time.monotonic()
+        got, stats = epoch(plan)
+        took = time.monotonic() - start
+        stalled = [r for r in proxy.requests if r[0] == "GET" and ".tar" in r[1]]
+    same(want, got)
+    assert len(stalled) >= 5, stalled  # 3 shards + 2 resumed streams
+    assert any(r[2] and not r[2].startswith("bytes=0-") for r in stalled), stalled
+    assert stats["remote_timeouts"] >= 2 and stats["remote_retries"] >= 2, stats
+    assert stats["bad_samples"] == 0 and stats["remote_failures"] == 0
+    # Without stall detection a stalled stream holds its shard until the deadline.
+    assert took < deadline / 3, took
 
 
 def test_nothing_listening_fails_within_the_deadline_naming_the_url(tmp_root, env):
