@@ -99,7 +99,14 @@ size_t OnBody(char* data, size_t size, size_t nmemb, void* user) {
 size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   Attempt& a = *static_cast<Attempt*>(user);
   const std::string_view line(data, size * nmemb);
-  if (StartsWithNoCase(line, "content-range:")) {
+  if (StartsWithNoCase(line, "etag:")) {
+    std::string_view v = line.substr(5);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
+      v.remove_suffix(1);
+    }
+    a.etag.assign(v);
+  } else if (StartsWithNoCase(line, "content-range:")) {
     const size_t slash = line.rfind('/');
     if (slash != std::string_view::npos) {
       int64_t total = -1;
@@ -245,6 +252,9 @@ Status ConfigureAttempt(Attempt& a, const RequestSetup& s) {
           curl_slist_append(a.headers, ("x-amz-security-token: " + s.aws->session_token).c_str());
     }
   }
+  if (!a.if_match.empty()) {
+    a.headers = curl_slist_append(a.headers, ("If-Match: " + a.if_match).c_str());
+  }
   if (a.headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, a.headers);
   return Ok();
 }
@@ -274,6 +284,12 @@ Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const 
     if (st == 404) return fail(Outcome::Kind::kFail, ErrorCode::kNotFound, status, Hint404(t));
     if (st == 401 || st == 403) {
       return fail(Outcome::Kind::kFail, ErrorCode::kIo, status, Hint403(t, aws));
+    }
+    if (st == 412) {
+      return fail(Outcome::Kind::kFail, ErrorCode::kCorruptData,
+                  status + ": the object changed while it was being read (its ETag " + a.if_match +
+                      " no longer matches)",
+                  "the object was replaced during the read; rerun once it is stable");
     }
     if (st == 416) {
       return fail(Outcome::Kind::kFail, ErrorCode::kCorruptData,

@@ -62,8 +62,13 @@ struct Attempt {
   StreamQueue* stream = nullptr;     // kStream
   std::string error_body;            // a non-2xx body, capped
   int64_t content_range_total = -1;  // from Content-Range: bytes a-b/TOTAL
-  curl_off_t content_length = -1;    // Content-Length, read when the attempt ends
-  uint64_t body_bytes = 0;           // 2xx body bytes received (stats)
+  std::string etag;                  // the response's ETag, as sent (quotes kept)
+  // Set before ConfigureAttempt: sent as If-Match, so that a resumed stream
+  // gets 412 (a kCorruptData "changed" failure) instead of another version's
+  // bytes when the object was replaced since its first response.
+  std::string if_match;
+  curl_off_t content_length = -1;  // Content-Length, read when the attempt ends
+  uint64_t body_bytes = 0;         // 2xx body bytes received (stats)
   char curl_error[CURL_ERROR_SIZE] = {0};
 
   ~Attempt();

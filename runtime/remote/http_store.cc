@@ -103,9 +103,13 @@ class HttpStore final : public ObjectStore {
   Outcome RunHedged(const Target& t, uint64_t offset, uint64_t length, uint8_t* out,
                     Clock::time_point deadline, double hedge_delay_s);
   // One streaming attempt from byte `*delivered`; advances it as the sink
-  // takes bytes. A sink error lands in *sink_status.
+  // takes bytes. A sink error lands in *sink_status. *etag: the ETag of the
+  // first response that sent one; a resume (delivered > 0) sends it as
+  // If-Match, and a resumed response with another ETag (a server that
+  // ignores If-Match) fails too: a replaced object is an error, never two
+  // versions spliced.
   Outcome RunStream(const Target& t, Clock::time_point deadline, const Sink& sink,
-                    uint64_t* delivered, Status* sink_status);
+                    uint64_t* delivered, std::string* etag, Status* sink_status);
   // Runs `attempt` until it succeeds, fails for good, the retries are spent,
   // the deadline passes or the store is cancelled.
   template <class F>
@@ -400,7 +404,7 @@ Status HttpStore::ReadRange(const std::string& url, uint64_t offset, uint64_t le
 }
 
 Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const Sink& sink,
-                             uint64_t* delivered, Status* sink_status) {
+                             uint64_t* delivered, std::string* etag, Status* sink_status) {
   Waiter w;
   StreamQueue queue;
   Attempt a;
@@ -408,6 +412,7 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
   a.stream = &queue;
   a.offset = *delivered;
   a.want = 0;  // open-ended: bytes=offset-
+  if (*delivered > 0) a.if_match = *etag;
   if (auto st = Prepare(a, w, Setup(t, deadline, *delivered > 0)); !st) {
     engine_->ReleaseEasy(a.transfer.easy);
     return Outcome{Outcome::Kind::kFail, st.error()};
@@ -451,6 +456,7 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
   }
   AbortAndWait(a, w);  // returns at once when the transfer has ended
   Count(1, a);
+  if (etag->empty()) *etag = a.etag;  // the loop thread is done with `a`
   if (!*sink_status) return Outcome{Outcome::Kind::kFail, sink_status->error()};
   if (stalled && !cancelled_.load()) {
     Outcome o;
@@ -467,6 +473,15 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
   }
   Outcome o = Classify(a, t, aws(), "GET", cancelled_.load());
   if (o.kind != Outcome::Kind::kOk) return o;
+  if (!a.if_match.empty() && !a.etag.empty() && a.etag != a.if_match) {
+    o.kind = Outcome::Kind::kFail;
+    o.error = Error{ErrorCode::kCorruptData,
+                    Describe(t, "GET") + ": the object changed while it was being read (ETag " +
+                        a.if_match + ", now " + a.etag + ")",
+                    "the object was replaced during the read; rerun once it is stable",
+                    {}};
+    return o;
+  }
   // A clean end must have delivered the whole object.
   int64_t total = -1;
   curl_off_t length = -1;
@@ -494,9 +509,10 @@ Status HttpStore::Stream(const std::string& url, const Sink& sink) {
   const auto start = Clock::now();
   const auto deadline = After(options_.deadline_s);
   uint64_t delivered = 0;
+  std::string etag;
   Status sink_status = Ok();
   auto st = WithRetries(*target, "GET", deadline, [&](Clock::time_point dl) {
-    return RunStream(*target, dl, sink, &delivered, &sink_status);
+    return RunStream(*target, dl, sink, &delivered, &etag, &sink_status);
   });
   if (!sink_status) return sink_status;
   if (!st) return st;

@@ -13,10 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -422,6 +424,43 @@ TEST_F(HttpStoreTest, StalledStreamIsRetriedFromTheFirstUndeliveredByte) {
   EXPECT_EQ(s.retries, 1u);
   EXPECT_EQ(s.timeouts, 1u);
   EXPECT_LT(s.bytes_fetched, kBlobSize + kBlobSize / 4);  // resumed, not restarted
+}
+
+// The object is replaced (same size, new bytes) while its stream is stalled:
+// the resume sends the first response's ETag as If-Match and the server's 412
+// fails the stream as changed, instead of splicing two versions.
+TEST_F(HttpStoreTest, AnObjectReplacedDuringAStalledStreamFailsAsChanged) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  const fs::path file = *root_ / "data" / "replaced.bin";
+  const std::vector<uint8_t> before = RandomBytes(kBlobSize, 21);
+  WriteFile(file, before);
+  ServerProcess proxy;
+  // Every even request sends half its body, then nothing while it stays open.
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "stall:2:0");
+  RemoteOptions o = Fast();
+  o.deadline_s = 20;
+  o.stall_timeout_s = 1.0;
+  auto store = Open(proxy.url(), o);
+  std::atomic<bool> first_bytes{false};
+  auto stream = std::async(std::launch::async, [&] {
+    return store->Stream(proxy.url() + "/data/replaced.bin", [&](const uint8_t*, size_t) {
+      first_bytes = true;
+      return Ok();
+    });
+  });
+  for (int i = 0; i < 1000 && !first_bytes; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(first_bytes);
+  WriteFile(file, RandomBytes(kBlobSize, 22));  // replaced during the stall
+  const auto later = fs::last_write_time(file) + std::chrono::seconds(2);
+  fs::last_write_time(file, later);  // a new ETag even on a coarse clock
+  Status st = stream.get();
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kCorruptData) << st.error().ToString();
+  EXPECT_NE(st.error().message.find("changed"), std::string::npos) << st.error().ToString();
+  EXPECT_NE(st.error().message.find("412"), std::string::npos) << st.error().ToString();
 }
 
 TEST_F(HttpStoreTest, WithoutStallDetectionAStalledStreamRunsToTheDeadline) {
