@@ -46,6 +46,11 @@ struct ReadPoolState {
 
 namespace {
 
+// What a Read returns once the pool is cancelled (the loader shutting down).
+std::unexpected<Error> ShuttingDownError() {
+  return MakeError(ErrorCode::kIo, "read abandoned: the loader is shutting down");
+}
+
 using Clock = std::chrono::steady_clock;
 
 std::string Seconds(double s) {
@@ -163,7 +168,7 @@ int ReadPool::stuck() const {
 Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
   ReadRequest& r = *slot.request_;
   if (cancelled_.load(std::memory_order_relaxed)) {
-    return MakeError(ErrorCode::kIo, "read abandoned: the loader is shutting down");
+    return ShuttingDownError();
   }
   if (options_.timeout_s <= 0) return source_->Read(index, r.buffer);
   // A read that cannot block needs no deadline: it runs here, without the
@@ -172,7 +177,7 @@ Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
   if (auto ready = ReadIfReadyGuarded(*source_, index, r.buffer)) return std::move(*ready);
   ReadPoolState& s = *state_;
   std::unique_lock lock(s.mu);
-  if (s.cancelled) return MakeError(ErrorCode::kIo, "read abandoned: the loader is shutting down");
+  if (s.cancelled) return ShuttingDownError();
   if (s.stuck >= options_.max_stuck) {
     return MakeError(ErrorCode::kIo,
                      std::to_string(s.stuck) + " reads are stuck past source.read_timeout (" +
@@ -206,7 +211,7 @@ Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
     lock.unlock();
     slot.request_ = std::make_shared<ReadRequest>();
   }
-  if (cancelled) return MakeError(ErrorCode::kIo, "read abandoned: the loader is shutting down");
+  if (cancelled) return ShuttingDownError();
   return MakeError(ErrorCode::kIo,
                    "read did not finish within source.read_timeout (" +
                        Seconds(options_.timeout_s) + "); abandoned (the storage may be stalled)",

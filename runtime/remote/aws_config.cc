@@ -6,16 +6,6 @@
 namespace sluice::runtime::remote {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 std::string Env(const EnvLookup& env, const char* name) {
   const char* v = env(name);
   return v != nullptr ? std::string(Trim(v)) : std::string();
@@ -53,6 +43,18 @@ std::string Get(const std::map<std::string, std::string>* section, const char* k
 }
 
 }  // namespace
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
 
 IniFile ParseIni(std::string_view text) {
   IniFile ini;

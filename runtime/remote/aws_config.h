@@ -49,4 +49,8 @@ Result<AwsConfig> LoadAwsConfig(const EnvLookup& env);
 using IniFile = std::map<std::string, std::map<std::string, std::string>>;
 IniFile ParseIni(std::string_view text);
 
+// `s` without leading and trailing spaces, tabs, CR and LF (INI values,
+// HTTP header values).
+std::string_view Trim(std::string_view s);
+
 }  // namespace sluice::runtime::remote

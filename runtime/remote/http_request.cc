@@ -100,12 +100,7 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   Attempt& a = *static_cast<Attempt*>(user);
   const std::string_view line(data, size * nmemb);
   if (StartsWithNoCase(line, "etag:")) {
-    std::string_view v = line.substr(5);
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-    while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
-      v.remove_suffix(1);
-    }
-    a.etag.assign(v);
+    a.etag.assign(Trim(line.substr(5)));
   } else if (StartsWithNoCase(line, "content-range:")) {
     const size_t slash = line.rfind('/');
     if (slash != std::string_view::npos) {
@@ -289,7 +284,7 @@ Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const 
       return fail(Outcome::Kind::kFail, ErrorCode::kCorruptData,
                   status + ": the object changed while it was being read (its ETag " + a.if_match +
                       " no longer matches)",
-                  "the object was replaced during the read; rerun once it is stable");
+                  kObjectChangedHint);
     }
     if (st == 416) {
       return fail(Outcome::Kind::kFail, ErrorCode::kCorruptData,

@@ -83,6 +83,11 @@ struct RequestSetup {
   std::string url_override;  // a listing URL instead of target->http_url
 };
 
+// The hint of a read that found its object replaced since its first
+// response (412 to If-Match, or a resumed response with another ETag).
+inline constexpr char kObjectChangedHint[] =
+    "the object was replaced during the read; rerun once it is stable";
+
 // Fills `a`'s easy handle (acquired by the caller) for one attempt.
 Status ConfigureAttempt(Attempt& a, const RequestSetup& setup);
 

@@ -478,7 +478,7 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
     o.error = Error{ErrorCode::kCorruptData,
                     Describe(t, "GET") + ": the object changed while it was being read (ETag " +
                         a.if_match + ", now " + a.etag + ")",
-                    "the object was replaced during the read; rerun once it is stable",
+                    kObjectChangedHint,
                     {}};
     return o;
   }

@@ -26,6 +26,11 @@ namespace {
 constexpr std::string_view kEntrySuffix = ".shard";
 constexpr std::string_view kPartialPrefix = ".partial-";
 
+// What a wait returns once the cache is cancelled (the loader shutting down).
+std::unexpected<Error> CancelledError() {
+  return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
+}
+
 Status IoError(const std::string& what, int err) {
   return MakeError(ErrorCode::kIo, "shard cache: " + what + ": " + std::strerror(err));
 }
@@ -219,7 +224,7 @@ Result<std::optional<ShardCache::LockFile>> ShardCache::Lock(const std::string& 
     return std::optional<LockFile>(std::move(held));
   }
   if (err == ECANCELED) {
-    return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
+    return CancelledError();
   }
   if (err != EWOULDBLOCK) {
     return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
@@ -277,7 +282,7 @@ Result<CachedShard> ShardCache::OpenEntry(const std::string& name, uint64_t size
   if (const int err = FlockWithin(fd, LOCK_SH, lock_wait_s_); err != 0) {
     if (err == EWOULDBLOCK) return CachedShard();
     if (err == ECANCELED) {
-      return MakeError(ErrorCode::kIo, "shard cache: cancelled (the loader is shutting down)");
+      return CancelledError();
     }
     return std::unexpected(IoError("cannot lock '" + path + "'", err).error());
   }

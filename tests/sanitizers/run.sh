@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs the runtime tests (decode, sources, sampling, exec, loader) under a
 # sanitizer. Invoked by ctest (label `sanitizers`):
-#   tests/sanitizers/run.sh address|thread|undefined|address,undefined PATH/TO/sluice BUILD_DIR
+#   tests/sanitizers/run.sh SANITIZERS PATH/TO/sluice BUILD_DIR
+# SANITIZERS: address, thread, undefined, or a comma-separated list of them.
 # (ctest runs address,undefined and thread: two builds instead of three.)
 # 1. configures BUILD_DIR with -DSLUICE_SANITIZE=$1 and builds only
 #    sluice_runtime_tests there (no compiler, no Halide; build type Sanitize,
@@ -30,27 +31,25 @@ trap 'rm -rf "$plan_dir"' EXIT
 
 export SLUICE_TEST_PLAN="$plan_dir/loader_test.plan"
 export SLUICE_TEST_REFERENCE_PLAN="$plan_dir/reference_chain_test.plan"
-ubsan_options="print_stacktrace=1:halt_on_error=1"
-case "$san" in
-  address,undefined)
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
-    export UBSAN_OPTIONS="$ubsan_options"
-    ;;
-  address)
-    # detect_leaks: the loader must free every pool buffer and scratch.
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
-    ;;
-  thread)
-    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$src/tests/sanitizers/tsan.supp"
-    ;;
-  undefined)
-    # The build makes every check fatal (-fno-sanitize-recover=all); the
-    # stack names the offending line.
-    export UBSAN_OPTIONS="$ubsan_options"
-    ;;
-  *)
-    echo "run.sh: unknown sanitizer '$san' (address, thread, undefined or address,undefined)" >&2
-    exit 2
-    ;;
-esac
+# Options per sanitizer in $san (a comma-separated list, as -fsanitize= takes).
+for one in $(echo "$san" | tr ',' ' '); do
+  case "$one" in
+    address)
+      # detect_leaks: the loader must free every pool buffer and scratch.
+      export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1"
+      ;;
+    thread)
+      export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$src/tests/sanitizers/tsan.supp"
+      ;;
+    undefined)
+      # The build makes every check fatal (-fno-sanitize-recover=all); the
+      # stack names the offending line.
+      export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+      ;;
+    *)
+      echo "run.sh: unknown sanitizer '$one' (address, thread, undefined, or a comma-separated list)" >&2
+      exit 2
+      ;;
+  esac
+done
 exec "$build/sluice_runtime_tests" --gtest_brief=1
