@@ -15,7 +15,7 @@
 #   plans/ compiled here: loader_test.plan (CPU), gpu_test.plan (its chain split for the
 #          GPU; SplitForGpu; the same CPU targets, so the fallback's batches are identical), imagenet_train_gpu.plan (examples/imagenet_train.yaml, split
 #          the same way) — kernels.so with CPU targets and CUDA (PTX for sm_80+)
-#   data/train/  a small generated image_folder (KIT_IMAGES JPEGs, default 512)
+#   data/train/  a small generated image_folder (KIT_IMAGES JPEGs, default 256)
 #   MANIFEST     what is inside and how it was built
 # Environment: BUILD (build directory, default build), KIT_IMAGES.
 # The folder must stay under 64 MiB (the device tool carries at most that);
@@ -25,7 +25,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${1:?usage: scripts/gpu_kit.sh OUT_DIR [--no-build]}"
 BUILD="${BUILD:-$ROOT/build}"
-KIT_IMAGES="${KIT_IMAGES:-512}"
+KIT_IMAGES="${KIT_IMAGES:-256}"
 LIMIT_BYTES=$((64 * 1024 * 1024))
 
 if [[ "${2:-}" != "--no-build" ]]; then

@@ -36,6 +36,8 @@ Result<std::unique_ptr<GpuStage>> GpuStage::Create(std::shared_ptr<cuda::CudaDev
     return std::unexpected(std::move(e));
   }
   SLUICE_RETURN_IF_ERROR(stage->Allocate());
+  // The primary context must outlive kernels.so's Halide module cache.
+  kernels.KeepUntilUnloaded(stage->device_);
   return stage;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 namespace sluice::runtime {
 
@@ -11,7 +12,11 @@ struct KernelLibrary::Handle {
   void* dl = nullptr;
   int (*copy_to_host)(void*, halide_buffer_t*) = nullptr;
   int (*device_free)(void*, halide_buffer_t*) = nullptr;
+  std::mutex kept_mutex;
+  std::vector<std::shared_ptr<const void>> kept;  // released after dlclose
   ~Handle() {
+    // dlclose runs the Halide runtime's destructors (its CUDA module cache is
+    // unloaded in the contexts `kept` still holds); `kept` is destroyed after.
     if (dl) dlclose(dl);
   }
 };
@@ -143,6 +148,15 @@ Result<KernelLibrary> KernelLibrary::Open(const std::string& path) {
       reinterpret_cast<int (*)(void*, halide_buffer_t*)>(dlsym(dl, "halide_device_free"));
   lib.path_ = path;
   return lib;
+}
+
+void KernelLibrary::KeepUntilUnloaded(std::shared_ptr<const void> owner) const {
+  if (!handle_ || !owner) return;
+  std::lock_guard lock(handle_->kept_mutex);
+  for (const auto& k : handle_->kept) {
+    if (k == owner) return;
+  }
+  handle_->kept.push_back(std::move(owner));
 }
 
 void* KernelLibrary::Symbol(const std::string& name) const {

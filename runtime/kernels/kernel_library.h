@@ -88,6 +88,14 @@ class KernelLibrary {
   // dlsym of `name` in the library (nullptr when absent); the pointer stays
   // valid while this library or a copy of it (or a Kernel from it) lives.
   void* Symbol(const std::string& name) const;
+  // Keeps `owner` alive until the library is unloaded, and releases it only
+  // after dlclose. The Halide CUDA runtime inside kernels.so caches its modules
+  // per context and unloads them from its destructor: a GPU stage passes its
+  // device here so that the primary context outlives that cache (else the
+  // unload hits a destroyed context, or a context re-created at the same
+  // address finds stale modules). Thread-safe; keeping the same owner twice
+  // keeps it once.
+  void KeepUntilUnloaded(std::shared_ptr<const void> owner) const;
 
  private:
   struct Handle;

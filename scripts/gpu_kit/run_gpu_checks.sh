@@ -10,7 +10,9 @@
 #      with its warning) and forced --device cuda (must fail without a device);
 #   4. the GPU benchmark: images/s of examples/imagenet_train.yaml per CPU
 #      thread count, CPU path against GPU path, naming the GPU;
-# then prints one summary table. Logs go to LOG_DIR (7 files, so that the
+#   5. with a GPU and NVIDIA's compute-sanitizer, the GPU tests again under its
+#      memcheck tool (no invalid device access, no leaked device allocation);
+# then prints one summary table. Logs go to LOG_DIR (8 files, so that the
 # device tool brings all of them back: it returns at most 8).
 #
 #   ./run_gpu_checks.sh LOG_DIR
@@ -144,6 +146,25 @@ if ((bench_ok)); then
   note "benchmark" PASS "bench_table.md ($([[ -n "$GPU_NAME" ]] && echo "CPU and GPU paths" || echo "CPU path only: no GPU"))"
 else
   note "benchmark" FAIL "a run failed; see bench.err"
+fi
+
+# 5. compute-sanitizer memcheck of the device tests.
+sanitizer="$(command -v compute-sanitizer || true)"
+[[ -z "$sanitizer" && -x /usr/local/cuda/bin/compute-sanitizer ]] && sanitizer=/usr/local/cuda/bin/compute-sanitizer
+if [[ -n "$GPU_NAME" && -n "$sanitizer" ]]; then
+  echo "== 5. compute-sanitizer memcheck of the GPU tests"
+  SLUICE_UNDER_COMPUTE_SANITIZER=1 timeout 300 "$sanitizer" --tool memcheck --leak-check full --error-exitcode 3 \
+    bin/sluice_gpu_tests --gtest_filter='GpuStageTest.*:GpuDriverTest.*' \
+    >"$LOG/compute_sanitizer.log" 2>&1
+  rc=$?
+  grep -E '^========= (ERROR SUMMARY|LEAK SUMMARY)|^\[ +(OK|FAILED|PASSED) ' "$LOG/compute_sanitizer.log"
+  if ((rc == 0)); then
+    note "compute-sanitizer memcheck" PASS "$(grep -m1 'ERROR SUMMARY' "$LOG/compute_sanitizer.log" | sed 's/^=* *//')"
+  else
+    note "compute-sanitizer memcheck" FAIL "exit $rc; see compute_sanitizer.log"
+  fi
+else
+  note "compute-sanitizer memcheck" SKIP "$([[ -z "$GPU_NAME" ]] && echo "no GPU" || echo "compute-sanitizer not found")"
 fi
 
 echo

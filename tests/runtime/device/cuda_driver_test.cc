@@ -3,6 +3,8 @@
 // reason, never crash; the Gpu* tests need a device and skip without one.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "runtime/device/cuda_driver.h"
 #include "runtime/device/gpu_probe.h"
 
@@ -59,7 +61,7 @@ TEST(GpuDriverTest, OpensDeviceAndMeasures) {
     auto b = (*arena)->Take(10);
     ASSERT_TRUE(a && b);
     EXPECT_EQ(*b - *a, 256u);
-    EXPECT_TRUE((*arena)->Take(600));
+    EXPECT_TRUE((*arena)->Take(512));  // exactly the rest of the 1024 bytes
     EXPECT_FALSE((*arena)->Take(1));
     auto pinned = cuda::PinnedBuffer::Allocate(*dev, 1 << 20);
     ASSERT_TRUE(pinned);
@@ -84,7 +86,12 @@ TEST(GpuDriverTest, OpensDeviceAndMeasures) {
   EXPECT_GT(g->launch_s, 0.0);
   auto after = (*dev)->MemInfo();
   ASSERT_TRUE(after);
-  EXPECT_EQ(before->first, after->first);
+  // Under compute-sanitizer (the GPU kit sets SLUICE_UNDER_COMPUTE_SANITIZER)
+  // the tool's own allocations for the probe's module move the free figure by
+  // a few MiB; its --leak-check covers our allocations there instead.
+  if (std::getenv("SLUICE_UNDER_COMPUTE_SANITIZER") == nullptr) {
+    EXPECT_EQ(before->first, after->first);
+  }
 }
 
 }  // namespace

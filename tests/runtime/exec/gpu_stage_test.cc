@@ -288,6 +288,30 @@ TEST(GpuStageTest, GpuBatchesMatchCpuPath) {
   EXPECT_EQ(b, want->batches.size());
 }
 
+// One epoch's batches as EpochBytes, device fields copied back to the host
+// (BatchBytes reads host fields only).
+Result<EpochBytes> ReadDeviceEpoch(Loader& loader) {
+  EpochBytes out;
+  while (true) {
+    auto next = loader.Next();
+    if (!next) return std::unexpected(next.error());
+    if (!*next) break;
+    std::vector<uint8_t> bytes;
+    for (const TensorView& v : (*next)->fields()) {
+      if (v.device_type == DeviceType::kCUDA) {
+        std::vector<uint8_t> host = ToHost(v);
+        bytes.insert(bytes.end(), host.begin(), host.end());
+      } else {
+        const auto* p = static_cast<const uint8_t*>(v.data);
+        bytes.insert(bytes.end(), p, p + v.bytes);
+      }
+    }
+    out.batches.push_back(std::move(bytes));
+    out.samples.push_back((*next)->sample_indices());
+  }
+  return out;
+}
+
 TEST(GpuStageTest, ThroughputAndNoDeviceLeakOverEpochs) {
   REQUIRE_GPU_PLAN();
   REQUIRE_DEVICE();
@@ -298,19 +322,22 @@ TEST(GpuStageTest, ThroughputAndNoDeviceLeakOverEpochs) {
   {  // Warm-up: Halide loads its CUDA module once per context.
     auto warm = Loader::Create(*plan, {});
     ASSERT_TRUE(warm);
-    ASSERT_TRUE(ReadEpoch(*warm));
+    ASSERT_TRUE(ReadDeviceEpoch(*warm));
   }
   auto before = (*dev)->MemInfo();
   ASSERT_TRUE(before);
+  constexpr int kEpochs = 30;
+  EpochBytes last;
   {
     LoaderOptions o;
     o.threads = 2;
     auto loader = Loader::Create(*plan, o);
     ASSERT_TRUE(loader) << loader.error().ToString();
-    for (int e = 0; e < 30; ++e) {
-      auto ep = ReadEpoch(*loader);
+    for (int e = 0; e < kEpochs; ++e) {
+      auto ep = ReadDeviceEpoch(*loader);
       ASSERT_TRUE(ep) << ep.error().ToString();
       ASSERT_EQ(ep->batches.size(), 6u);
+      last = std::move(*ep);
     }
     const LoaderStats s = loader->Stats();
     std::printf("[ GPU      ] %s: %.0f images/s with %d CPU threads (batch 4, 32x32)\n",
@@ -319,6 +346,27 @@ TEST(GpuStageTest, ThroughputAndNoDeviceLeakOverEpochs) {
   auto after = (*dev)->MemInfo();
   ASSERT_TRUE(after);
   EXPECT_EQ(before->first, after->first) << "device memory in use changed over 30 epochs";
+  // The last epoch is still the CPU path's epoch, sample for sample.
+  auto want = CpuEpoch(gp, kEpochs - 1);
+  ASSERT_TRUE(want) << want.error().ToString();
+  EXPECT_EQ(last.samples, want->samples);
+}
+
+// Nothing holds the device between two plans: the first plan's primary context
+// is released only after its kernels.so (and the Halide module cache in it) is
+// unloaded, and the second plan loads its modules into a fresh context.
+TEST(GpuStageTest, APlanLoadedAgainAfterEverythingWasReleasedRuns) {
+  REQUIRE_GPU_PLAN();
+  REQUIRE_DEVICE();
+  for (int round = 0; round < 2; ++round) {
+    auto plan = Plan::Load(gp.path, {{"DATA", gp.data}});
+    ASSERT_TRUE(plan);
+    auto loader = Loader::Create(*plan, {});
+    ASSERT_TRUE(loader) << loader.error().ToString();
+    auto ep = ReadDeviceEpoch(*loader);
+    ASSERT_TRUE(ep) << "round " << round << ": " << ep.error().ToString();
+    EXPECT_EQ(ep->batches.size(), 6u);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 #include "tests/compiler/codegen/kernel_fixture.h"
 #include "tests/runtime/test_tmpdir.h"
 
@@ -50,6 +53,31 @@ TEST(KernelLibraryTest, WrongChannelCountIsRejected) {
   auto st = kernel->Run({px.data(), 4, 4, 1, 4}, SampleArgs{}, out.data());
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+}
+
+// What a GPU stage keeps (its device, so the CUDA context outlives the Halide
+// module cache) lives as long as the library is loaded by anyone: a copy of the
+// library or a kernel from it, and is released once, after the last of them.
+TEST(KernelLibraryTest, KeptOwnerLivesUntilTheLibraryIsUnloaded) {
+  const auto& k = sluice::testing::SharedKernels();
+  ASSERT_TRUE(k.library) << k.library.error().ToString();
+  auto lib = KernelLibrary::Open(k.library->path());
+  ASSERT_TRUE(lib) << lib.error().ToString();
+  auto owner = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = owner;
+  lib->KeepUntilUnloaded(owner);
+  lib->KeepUntilUnloaded(owner);  // kept once
+  EXPECT_EQ(owner.use_count(), 2);
+  owner.reset();
+  std::optional<KernelLibrary> copy = *lib;
+  auto kernel = lib->CpuKernel(k.chains.at("train"));
+  ASSERT_TRUE(kernel);
+  lib = std::unexpected(Error{});  // the first handle goes
+  EXPECT_FALSE(watch.expired());
+  copy.reset();  // the copy goes; the kernel still holds the library
+  EXPECT_FALSE(watch.expired());
+  kernel = std::unexpected(Error{});
+  EXPECT_TRUE(watch.expired());
 }
 
 TEST(KernelLibraryTest, CpuTargetCheck) {

@@ -204,10 +204,16 @@ inline Loader MakeSingleRankLoader(const std::string& plan_path, const fs::path&
   return std::move(*loader);
 }
 
-// All bytes of every field of `batch`, for comparisons.
+// All bytes of every field of `batch`, for comparisons. Host fields only: a
+// device field (a GPU plan's) is a test failure here, not a host read of a
+// device pointer; gpu_stage_test.cc copies those back with the driver.
 inline std::vector<uint8_t> BatchBytes(const Batch& batch) {
   std::vector<uint8_t> bytes;
   for (const TensorView& v : batch.fields()) {
+    if (v.device_type != DeviceType::kCPU) {
+      ADD_FAILURE() << "BatchBytes: a field is on the device; copy it to the host first";
+      return {};
+    }
     const auto* p = static_cast<const uint8_t*>(v.data);
     bytes.insert(bytes.end(), p, p + v.bytes);
   }
