@@ -28,10 +28,21 @@ long Status2xx(CURL* easy) {
 }
 
 // The first 2xx body byte of a ranged attempt: a 200 means the server ignored
-// Range and sends the object from byte 0.
+// Range and sends the object from byte 0; a 206 sends its Content-Range, which
+// may start before the asked offset (the extra leading bytes are dropped) but
+// never after it (range_mismatch: those bytes are not the ones asked for). A
+// 206 without Content-Range is taken to start at the offset.
 void OnFirstBody(Attempt& a, long status) {
   a.started = true;
   if (status == 200) a.skip = a.offset;
+  if (status == 206 && a.content_range_start >= 0) {
+    const auto start = static_cast<uint64_t>(a.content_range_start);
+    if (start <= a.offset) {
+      a.skip = a.offset - start;
+    } else {
+      a.range_mismatch = true;
+    }
+  }
 }
 
 size_t OnStreamBody(Attempt& a, const uint8_t* p, size_t n) {
@@ -68,6 +79,7 @@ size_t OnBody(char* data, size_t size, size_t nmemb, void* user) {
     return n;
   }
   if (!a.started) OnFirstBody(a, status);
+  if (a.range_mismatch) return 0;  // curl ends the transfer (CURLE_WRITE_ERROR)
   switch (a.mode) {
     case Attempt::Mode::kHead:
       return n;
@@ -102,6 +114,12 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   if (StartsWithNoCase(line, "etag:")) {
     a.etag.assign(Trim(line.substr(5)));
   } else if (StartsWithNoCase(line, "content-range:")) {
+    const std::string_view value = Trim(line.substr(14));
+    if (StartsWithNoCase(value, "bytes ")) {
+      int64_t start = -1;
+      std::from_chars(value.data() + 6, value.data() + value.size(), start);
+      a.content_range_start = start;
+    }
     const size_t slash = line.rfind('/');
     if (slash != std::string_view::npos) {
       int64_t total = -1;
@@ -269,6 +287,13 @@ Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const 
     if (cancelled) return fail(Outcome::Kind::kFail, ErrorCode::kIo, "cancelled");
     o.timeout = true;
     return fail(Outcome::Kind::kRetry, ErrorCode::kIo, "timed out");
+  }
+  if (a.range_mismatch) {
+    return fail(Outcome::Kind::kRetry, ErrorCode::kCorruptData,
+                "HTTP " + std::to_string(tr.http_status) + " with Content-Range starting at byte " +
+                    std::to_string(a.content_range_start) + ", after the byte asked for (" +
+                    std::to_string(a.offset) + "); its bytes were not used",
+                "the server or a proxy in between answers ranges wrongly");
   }
   const bool transport_ok = tr.code == CURLE_OK || (tr.code == CURLE_WRITE_ERROR && a.complete);
   const long st = tr.http_status;

@@ -61,7 +61,11 @@ struct Attempt {
   std::string* buffer = nullptr;     // kBuffer
   StreamQueue* stream = nullptr;     // kStream
   std::string error_body;            // a non-2xx body, capped
+  int64_t content_range_start = -1;  // from Content-Range: bytes START-b/n
   int64_t content_range_total = -1;  // from Content-Range: bytes a-b/TOTAL
+  // A 206 whose Content-Range starts after `offset` (it lacks the first bytes
+  // asked for): its body is never used, and the attempt fails (Classify).
+  bool range_mismatch = false;
   std::string etag;                  // the response's ETag, as sent (quotes kept)
   // Set before ConfigureAttempt: sent as If-Match, so that a resumed stream
   // gets 412 (a kCorruptData "changed" failure) instead of another version's
