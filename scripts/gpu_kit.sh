@@ -8,7 +8,8 @@
 #
 # OUT_DIR (replaced) then holds:
 #   run_gpu_checks.sh LOG_DIR   the one command to run there (scripts/gpu_kit/run_gpu_checks.sh)
-#   bin/   sluice (runtime-only: `sluice run`), sluice_gpu_tests, sluice_e2e_loader — stripped,
+#   bin/   sluice (runtime-only: `sluice run`), sluice_gpu_tests, sluice_e2e_loader,
+#          sluice_gpu_staging_bench (bench/micro/gpu_staging_bench.cc) — stripped,
 #          none links Halide or LLVM; DT_RPATH $ORIGIN/../lib
 #   lib/   the shared libraries they need besides glibc (libjpeg-turbo, oneTBB, yaml-cpp,
 #          libstdc++, ...); the CUDA driver is the machine's own (dlopened libcuda.so.1)
@@ -31,10 +32,10 @@ LIMIT_BYTES=$((64 * 1024 * 1024))
 if [[ "${2:-}" != "--no-build" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$BUILD" -j"$(nproc)" --target sluice sluice_make_dataset sluice_e2e_loader \
-    sluice_gpu_tests sluice_runtime_cli sluice_make_gpu_plan
+    sluice_gpu_tests sluice_runtime_cli sluice_make_gpu_plan sluice_gpu_staging_bench
 fi
 for b in sluice sluice_make_dataset sluice_e2e_loader sluice_gpu_tests sluice_runtime_cli \
-  sluice_make_gpu_plan; do
+  sluice_make_gpu_plan sluice_gpu_staging_bench; do
   [[ -x "$BUILD/$b" ]] || { echo "gpu_kit: $BUILD/$b is missing (build it first)" >&2; exit 1; }
 done
 
@@ -44,7 +45,7 @@ OUT="$(cd "$OUT" && pwd)"
 
 # Binaries: stripped copies; the runtime-only CLI is the kit's `sluice`.
 cp "$BUILD/sluice_runtime_cli" "$OUT/bin/sluice"
-cp "$BUILD/sluice_gpu_tests" "$BUILD/sluice_e2e_loader" "$OUT/bin/"
+cp "$BUILD/sluice_gpu_tests" "$BUILD/sluice_e2e_loader" "$BUILD/sluice_gpu_staging_bench" "$OUT/bin/"
 strip --strip-debug "$OUT"/bin/*
 for b in "$OUT"/bin/*; do
   if ldd "$b" | grep -qi -E 'halide|llvm'; then

@@ -47,12 +47,25 @@ FusedChain TrainChain() {
   return c;
 }
 
+// The CPU part of the same chain split for the GPU before `normalize` (what
+// GPU-placed plans run per sample; compiler/codegen/gpu_batch_pipeline.cc's
+// CpuPartChain): crop + flip into a uint8 HWC staging image.
+FusedChain CpuPartOfTrainChain() {
+  FusedChain c = TrainChain();
+  c.symbol = "bench_train_cpu_part";
+  c.steps.resize(2);
+  c.output = Image(DType::kUInt8, Layout::kHWC, 224, 224, 3);
+  return c;
+}
+
 struct Fixture {
   FusedChain chain = TrainChain();
+  FusedChain cpu_part_chain = CpuPartOfTrainChain();
   std::vector<uint8_t> pixels;  // HWC
   std::vector<uint8_t> jpeg;
   std::filesystem::path dir;
   runtime::Kernel kernel;
+  runtime::Kernel cpu_part;
   std::string error;
 
   Fixture() {
@@ -77,7 +90,7 @@ struct Fixture {
     dir = std::filesystem::temp_directory_path() / ("sluice_bench_" + std::to_string(getpid()));
     CodegenOptions opt;
     opt.cuda = false;
-    auto art = CompileKernels({chain}, dir.string(), opt);
+    auto art = CompileKernels({chain, cpu_part_chain}, dir.string(), opt);
     if (!art) {
       error = art.error().ToString();
       return;
@@ -93,6 +106,12 @@ struct Fixture {
       return;
     }
     kernel = *k;
+    auto p = lib->CpuKernel(cpu_part_chain);
+    if (!p) {
+      error = p.error().ToString();
+      return;
+    }
+    cpu_part = *p;
   }
   // SLUICE_BENCH_KEEP=1 keeps the compiled kernels.so (for perf annotate).
   ~Fixture() {
@@ -134,6 +153,25 @@ void BM_FusedKernel(benchmark::State& state) {
   for (auto _ : state) {
     auto args = ComputeSampleArgs(f.chain, kH, kW, 0, 0, sample++);
     auto st = f.kernel.Run(view, *args, out.data());
+    if (!st) state.SkipWithError(st.error().message.c_str());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+// The GPU split's CPU part on the same input as BM_FusedKernel: what a
+// sample costs the CPU when normalize, layout and cast run on the GPU.
+void BM_CpuPartKernel(benchmark::State& state) {
+  Fixture& f = F();
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  std::vector<uint8_t> out(224 * 224 * 3);
+  runtime::ImageView view{f.pixels.data(), kH, kW, 3, kW * 3};
+  uint64_t sample = 0;
+  for (auto _ : state) {
+    auto args = ComputeSampleArgs(f.cpu_part_chain, kH, kW, 0, 0, sample++);
+    auto st = f.cpu_part.Run(view, *args, out.data());
     if (!st) state.SkipWithError(st.error().message.c_str());
     benchmark::DoNotOptimize(out.data());
   }
@@ -194,6 +232,7 @@ void BM_UnfusedReference(benchmark::State& state) {
 
 BENCHMARK(BM_DecodeJpeg)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FusedKernel)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CpuPartKernel)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FusedOverDecode)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_UnfusedReference)->Unit(benchmark::kMicrosecond);
 

@@ -12,6 +12,7 @@
 
 #include "compiler/codegen/halide_dtype.h"
 #include "compiler/codegen/lower/lowering.h"
+#include "ops/fusion/gpu_staging.h"
 #include "ops/fusion/kernel_abi.h"
 #include "ops/fusion/sample_args.h"
 
@@ -84,8 +85,8 @@ Result<TensorType> StagingType(const FusedChain& chain) {
   }
   auto staged = TypeAtCut(chain);
   if (!staged) return std::unexpected(staged.error());
-  return Image(DType::kUInt8, Layout::kHWC, ot.dims[ot.height_axis()], ot.dims[ot.width_axis()],
-               staged->dims[staged->channel_axis()]);
+  return GpuStagingType(Image(DType::kUInt8, Layout::kHWC, ot.dims[ot.height_axis()],
+                              ot.dims[ot.width_axis()], staged->dims[staged->channel_axis()]));
 }
 
 Result<FusedChain> CpuPartChain(const FusedChain& chain) {
@@ -107,8 +108,9 @@ Result<GpuBatchPipeline> BuildGpuBatchPipeline(const FusedChain& chain,
   (void)target;
   auto staging = StagingType(chain);
   if (!staging) return std::unexpected(staging.error());
-  const int sh = static_cast<int>(staging->dims[0]), sw = static_cast<int>(staging->dims[1]);
-  const int sc = static_cast<int>(staging->dims[2]);
+  const int sh = static_cast<int>(staging->dims[staging->height_axis()]);
+  const int sw = static_cast<int>(staging->dims[staging->width_axis()]);
+  const int sc = static_cast<int>(staging->dims[staging->channel_axis()]);
   const TensorType& ot = chain.output;
   const int out_c = static_cast<int>(ot.dims[ot.channel_axis()]);
 
@@ -162,9 +164,10 @@ Result<GpuBatchPipeline> BuildGpuBatchPipeline(const FusedChain& chain,
   const int plane = ow * oh * out_c;
   codegen_internal::SetDenseSampleBounds(ob, chw, ow, oh, out_c);
   ob.dim(3).set_min(0).set_stride(plane);
-  in.dim(0).set_bounds(0, sc).set_stride(1);
-  in.dim(1).set_bounds(0, sw).set_stride(sc);
-  in.dim(2).set_bounds(0, sh).set_stride(sc * sw);
+  // Planar staging (gpu_staging.h), dims (c, x, y, n).
+  in.dim(0).set_bounds(0, sc).set_stride(sw * sh);
+  in.dim(1).set_bounds(0, sw).set_stride(1);
+  in.dim(2).set_bounds(0, sh).set_stride(sw);
   in.dim(3).set_min(0).set_stride(sc * sw * sh);
   // Same batch extent in and out.
   in.dim(3).set_extent(ob.dim(3).extent());

@@ -36,9 +36,10 @@ int64_t Elements(const std::vector<int64_t>& dims) {
 
 int64_t Align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-// The static uint8 HWC image the CPU part of `group` writes when placement
-// moved its tail to the GPU (the output of the group's last CPU node); nullopt
-// when the group has no GPU tail.
+// The static uint8 image at the cut of `group` when placement moved its tail
+// to the GPU (the output of the group's last CPU node; the CPU part writes the
+// same bytes planar, ops/fusion/gpu_staging.h); nullopt when the group has no
+// GPU tail.
 std::optional<TensorType> StagingType(const Graph& graph, int group) {
   std::vector<NodeId> nodes = GroupNodes(graph, group);
   for (size_t i = 1; i < nodes.size(); ++i) {

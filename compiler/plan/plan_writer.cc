@@ -11,6 +11,7 @@
 #include "compiler/cost/cost_model.h"
 #include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
+#include "ops/fusion/gpu_staging.h"
 #include "ops/fusion/plan_format.h"
 
 #ifndef SLUICE_VERSION
@@ -238,7 +239,7 @@ std::vector<PlanGroupDoc> GroupDocs(const Graph& graph, const KernelRecord& kern
     if (group.gpu_from >= 1) {
       std::vector<TensorType> types = ChainStepTypes(chain);
       if (group.gpu_from <= static_cast<int>(types.size())) {
-        group.staging_type = types[group.gpu_from - 1];
+        group.staging_type = GpuStagingType(types[group.gpu_from - 1]);
       }
     }
     const Node& last = graph.nodes[node_ids.back().get<size_t>()];

@@ -123,12 +123,14 @@ Status GpuStage::Launch(int buffer) const {
 }
 
 Status GpuStage::LaunchKernel(const FieldLayout& f, size_t field, cuda::CUdeviceptr block) const {
-  const std::vector<int64_t>& st = f.staging_dims;
-  const int32_t sh = static_cast<int32_t>(st[0]), sw = static_cast<int32_t>(st[1]),
-                sc = static_cast<int32_t>(st[2]);
+  const TensorType& st = f.staging;
+  const int32_t sh = static_cast<int32_t>(st.dims[st.height_axis()]);
+  const int32_t sw = static_cast<int32_t>(st.dims[st.width_axis()]);
+  const int32_t sc = static_cast<int32_t>(st.dims[st.channel_axis()]);
   const int32_t n = static_cast<int32_t>(config_.batch_size);
+  // Planar staging (ops/fusion/gpu_staging.h), dims (c, x, y, n).
   halide_dimension_t in_dims[4] = {
-      {0, sc, 1, 0}, {0, sw, sc, 0}, {0, sh, sc * sw, 0}, {0, n, sc * sw * sh, 0}};
+      {0, sc, sw * sh, 0}, {0, sw, 1, 0}, {0, sh, sw, 0}, {0, n, sc * sw * sh, 0}};
   halide_buffer_t in{};
   in.device = block + f.device_staging;
   in.device_interface = interface_;

@@ -158,7 +158,7 @@ Status ResolveFields(const Plan& p, const ParamValue& fields, LoaderConfig& c) {
       for (int64_t d : stage.staging.dims) staging *= d;
       f.gpu = true;
       f.kernel = p.cpu_part_kernel(static_cast<size_t>(f.chain));
-      f.staging_dims = stage.staging.dims;
+      f.staging = stage.staging;
       f.gpu_batch_symbol = stage.gpu_batch_symbol;
       f.host_sample_bytes = static_cast<size_t>(staging);
       f.device_staging = c.gpu.device_bytes;

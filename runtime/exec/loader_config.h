@@ -61,7 +61,7 @@ struct FieldLayout {
   bool gpu = false;
   size_t host_sample_bytes = 0;                  // == sample_bytes on the CPU path
   size_t device_staging = 0, device_output = 0;  // offsets in the buffer's device block
-  std::vector<int64_t> staging_dims;             // GPU path: the staging image, HWC
+  TensorType staging;                            // GPU path: the staging image (gpu_staging.h)
   std::string gpu_batch_symbol;                  // GPU path: the batch-wide CUDA kernel
 };
 

@@ -146,10 +146,14 @@ Status ReadChains(const Resolver& r, const PlanDocument& doc, Plan::Impl& plan) 
       if (!g.cpu_part_symbol.empty() && !g.gpu_batch_symbol.empty() && g.staging_type) {
         GpuStage st{chain.gpu_from, g.cpu_part_symbol, g.gpu_batch_symbol, *g.staging_type};
         if (!st.staging.is_static() || st.staging.dtype != DType::kUInt8 ||
-            st.staging.layout != Layout::kHWC) {
-          return std::unexpected(
-              r.Corrupt("fusion group " + chain.symbol +
-                        " has an invalid GPU stage (symbols or a static uint8 HWC staging_type)"));
+            st.staging.dims.size() != 3 || st.staging.layout != Layout::kCHW) {
+          Error e = r.Corrupt("fusion group " + chain.symbol +
+                              " has an invalid GPU stage (its staging_type is " +
+                              st.staging.ToString() + ", not a static uint8 CHW image)");
+          if (st.staging.layout == Layout::kHWC) {
+            e.hint = "plans before planar GPU staging wrote HWC; recompile the plan";
+          }
+          return std::unexpected(std::move(e));
         }
         stage = std::move(st);
       }

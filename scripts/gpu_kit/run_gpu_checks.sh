@@ -9,7 +9,9 @@
 #   3. `sluice run` on the GPU plan: default device (GPU, or the CPU fallback
 #      with its warning) and forced --device cuda (must fail without a device);
 #   4. the GPU benchmark: images/s of examples/imagenet_train.yaml per CPU
-#      thread count, CPU path against GPU path, naming the GPU;
+#      thread count, CPU path against GPU path, naming the GPU; then the CPU
+#      cost per sample of the GPU path's CPU part against the whole chain,
+#      into plain and pinned memory (bin/sluice_gpu_staging_bench);
 #   5. with a GPU and NVIDIA's compute-sanitizer, the GPU tests again under its
 #      memcheck tool (no invalid device access, no leaked device allocation);
 # then prints one summary table. Logs go to LOG_DIR (8 files, so that the
@@ -141,6 +143,12 @@ table="$LOG/bench_table.md"
     echo "| $t | $c | $g | $ratio |"
   done
 } >"$table"
+# The CPU side of the GPU path per sample: the split plan's CPU part against
+# its whole chain, into plain and pinned memory (bench/micro/gpu_staging_bench.cc).
+{
+  echo
+  bin/sluice_gpu_staging_bench plans/imagenet_train_gpu.plan 2>&1 || bench_ok=0
+} >>"$table"
 cat "$table"
 if ((bench_ok)); then
   note "benchmark" PASS "bench_table.md ($([[ -n "$GPU_NAME" ]] && echo "CPU and GPU paths" || echo "CPU path only: no GPU"))"

@@ -54,7 +54,7 @@ TEST(GpuSplitCodegenTest, RejectsBadSplits) {
   EXPECT_FALSE(CheckGpuSplit(c));
   c.gpu_from = 2;
   ASSERT_TRUE(CheckGpuSplit(c));
-  EXPECT_EQ(StagingType(c)->ToString(), "uint8[32,32,3] HWC");
+  EXPECT_EQ(StagingType(c)->ToString(), "uint8[3,32,32] CHW");
   auto part = CpuPartChain(c);
   ASSERT_TRUE(part);
   EXPECT_EQ(part->symbol, "gs_train_cpu_part");
@@ -81,7 +81,7 @@ TEST(GpuSplitCodegenTest, BuildsPartsAndShim) {
   ASSERT_EQ(art->kernels.size(), 1u);
   EXPECT_EQ(art->kernels[0].cpu_part_symbol, "gs_train_cpu_part");
   EXPECT_EQ(art->kernels[0].gpu_batch_symbol, "gs_train_gpu_batch");
-  EXPECT_EQ(art->kernels[0].staging.ToString(), "uint8[32,32,3] HWC");
+  EXPECT_EQ(art->kernels[0].staging.ToString(), "uint8[3,32,32] CHW");
 
   // The shim's hooks are strong definitions (T), not the runtime's weak ones.
   const std::string nm = RunCommand("nm -D --defined-only '" + art->library + "'");
@@ -114,7 +114,8 @@ TEST(GpuSplitCodegenTest, BuildsPartsAndShim) {
   EXPECT_EQ(ctx, nullptr);
   dlclose(dl);
 
-  // The CPU part equals the reference prefix (uint8 within 1).
+  // The CPU part equals the reference prefix (uint8 within 1), written planar
+  // (ops/fusion/gpu_staging.h) where the reference is interleaved.
   auto lib = runtime::KernelLibrary::Open(art->library);
   ASSERT_TRUE(lib);
   auto part = CpuPartChain(chain);
@@ -138,8 +139,11 @@ TEST(GpuSplitCodegenTest, BuildsPartsAndShim) {
     ASSERT_TRUE(want) << want.error().ToString();
     ASSERT_EQ(want->data.size(), out.size());
     int worst = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      worst = std::max(worst, std::abs(int(out[i]) - int(std::lround(want->data[i]))));
+    for (size_t c = 0; c < 3; ++c) {
+      for (size_t p = 0; p < 32 * 32; ++p) {
+        const int got = out[c * 32 * 32 + p];
+        worst = std::max(worst, std::abs(got - int(std::lround(want->data[p * 3 + c]))));
+      }
     }
     EXPECT_LE(worst, 1) << "trial " << trial;
   }

@@ -124,7 +124,7 @@ TEST(Placement, FastGpuAndOneCoreMovesThePointwiseTailAndShipsUint8) {
   EXPECT_EQ(graph.placement.chosen, 1);
   const PlacementAlternative& chosen = Chosen(graph);
   EXPECT_EQ(chosen.gpu_from, std::vector<int>{2});
-  EXPECT_DOUBLE_EQ(chosen.h2d_bytes_per_sample, 224.0 * 224 * 3);  // uint8 HWC, not float16
+  EXPECT_DOUBLE_EQ(chosen.h2d_bytes_per_sample, 224.0 * 224 * 3);  // uint8, not float16
   EXPECT_GT(chosen.images_per_second, graph.placement.alternatives[0].images_per_second);
   EXPECT_LT(chosen.cpu_s_per_sample, graph.placement.alternatives[0].cpu_s_per_sample);
   EXPECT_EQ(BuildFusedChains(graph)[0].gpu_from, 2);

@@ -237,8 +237,8 @@ TEST(PlanWriter, SplitGroupRecordsTheGpuPartAndThePrediction) {
   EXPECT_EQ(g["cpu_part_symbol"], "sluice_chain_0_cpu_part");
   EXPECT_EQ(g["gpu_batch_symbol"], "sluice_chain_0_gpu_batch");
   EXPECT_EQ(g["staging_type"]["dtype"], "uint8");
-  EXPECT_EQ(g["staging_type"]["layout"], "HWC");
-  EXPECT_EQ(g["staging_type"]["dims"], json({224, 224, 3}));
+  EXPECT_EQ(g["staging_type"]["layout"], "CHW");  // planar (ops/fusion/gpu_staging.h)
+  EXPECT_EQ(g["staging_type"]["dims"], json({3, 224, 224}));
   const json& pl = plan["placement"];
   EXPECT_EQ(pl["device"], "cuda:0");
   EXPECT_EQ(pl["cpu_budget"], 1);

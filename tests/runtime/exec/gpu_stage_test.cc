@@ -109,7 +109,7 @@ TEST(GpuStagePlanTest, LoadsGpuFieldsAndCpuPartKernel) {
   EXPECT_EQ(plan->chains()[0].gpu_from, 2);
   EXPECT_EQ(st.cpu_part_symbol, plan->chains()[0].symbol + "_cpu_part");
   EXPECT_EQ(st.gpu_batch_symbol, plan->chains()[0].symbol + "_gpu_batch");
-  EXPECT_EQ(st.staging.ToString(), "uint8[32,32,3] HWC");
+  EXPECT_EQ(st.staging.ToString(), "uint8[3,32,32] CHW");  // planar (gpu_staging.h)
   ASSERT_NE(plan->cpu_part_kernel(0), nullptr);
   EXPECT_EQ(plan->cpu_part_kernel(0)->output(), st.staging);
   EXPECT_EQ(plan->placement_device(), "cuda:0");
@@ -137,12 +137,28 @@ TEST(GpuStagePlanTest, MissingCpuPartSymbolIsCorrupt) {
     j["fusion_groups"][0]["cpu_part_symbol"] = "no_such_kernel";
     j["fusion_groups"][0]["gpu_batch_symbol"] = "no_such_kernel_gpu";
     j["fusion_groups"][0]["staging_type"] =
-        plan_format::TypeToJson(Image(DType::kUInt8, Layout::kHWC, 32, 32, 3));
+        plan_format::TypeToJson(Image(DType::kUInt8, Layout::kCHW, 32, 32, 3));
   });
   auto plan = Plan::Load(edited, {{"DATA", gp.data}});
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.error().code, ErrorCode::kCorruptData);
   EXPECT_NE(plan.error().message.find("no_such_kernel"), std::string::npos);
+}
+
+// Plans written before planar staging (ops/fusion/gpu_staging.h) recorded an
+// interleaved HWC staging image; their kernels do not fit this runtime.
+TEST(GpuStagePlanTest, InterleavedStagingOfAnOlderPlanIsRefusedWithAHint) {
+  REQUIRE_GPU_PLAN();
+  std::string edited = CopyWithEditedJson(gp.path, gp.dir->path() / "hwc_staging.plan", [](json& j) {
+    j["fusion_groups"][0]["staging_type"] =
+        plan_format::TypeToJson(Image(DType::kUInt8, Layout::kHWC, 32, 32, 3));
+  });
+  auto plan = Plan::Load(edited, {{"DATA", gp.data}});
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(plan.error().message.find("uint8[32,32,3] HWC"), std::string::npos)
+      << plan.error().message;
+  EXPECT_NE(plan.error().hint.find("recompile"), std::string::npos) << plan.error().hint;
 }
 
 TEST(GpuStageFallbackTest, NoDeviceWarnsAndMatchesCpuPlan) {

@@ -55,7 +55,7 @@ class LoaderConfigTest : public ::testing::Test {
       g["gpu_from"] = 2;
       g["cpu_part_symbol"] = g["symbol"];
       g["gpu_batch_symbol"] = "no_such_batch_kernel";
-      g["staging_type"] = {{"dtype", "uint8"}, {"layout", "HWC"}, {"dims", {32, 32, 3}}};
+      g["staging_type"] = {{"dtype", "uint8"}, {"layout", "CHW"}, {"dims", {3, 32, 32}}};
       j["placement"]["device"] = "cuda:1";
       j["output"]["device"] = "auto";
       testing_gpu::SetStagedLayout(j, "image", 32 * 32 * 3);
@@ -339,7 +339,7 @@ TEST_F(LoaderConfigTest, GpuStageLaysOutStagingAndDeviceBlocks) {
   EXPECT_TRUE(image.gpu);
   EXPECT_EQ(image.kernel, plan.cpu_part_kernel(0));
   EXPECT_EQ(image.host_sample_bytes, 32u * 32 * 3);
-  EXPECT_EQ(image.staging_dims, (std::vector<int64_t>{32, 32, 3}));
+  EXPECT_EQ(image.staging.ToString(), "uint8[3,32,32] CHW");
   EXPECT_EQ(image.gpu_batch_symbol, "no_such_batch_kernel");
   EXPECT_EQ(image.device_staging, 0u);
   EXPECT_GE(image.device_output, 4u * 32 * 32 * 3);

@@ -3,9 +3,10 @@
 // GPU kit (scripts/gpu_kit.sh), which ships such plans to a GPU machine that
 // has no compiler.
 //
-//   sluice_make_gpu_plan SPEC.yaml OUT.plan [--sse41-only]
+//   sluice_make_gpu_plan SPEC.yaml OUT.plan [--sse41-only | --cpu-targets T1,T2,...]
 //
-// --sse41-only builds one CPU target (what the tests use; faster), else the
+// --sse41-only builds one CPU target (what the tests use; faster),
+// --cpu-targets the given Halide targets (the first is the baseline), else the
 // default multitarget set. Exit status 0 on success, 1 with the error on stderr.
 #include <fstream>
 #include <iostream>
@@ -17,8 +18,11 @@
 
 int main(int argc, char** argv) {
   using namespace sluice;
-  if (argc < 3 || argc > 4 || (argc == 4 && std::string(argv[3]) != "--sse41-only")) {
-    std::cerr << "usage: sluice_make_gpu_plan SPEC.yaml OUT.plan [--sse41-only]\n";
+  const bool sse41_only = argc == 4 && std::string(argv[3]) == "--sse41-only";
+  const bool targets = argc == 5 && std::string(argv[3]) == "--cpu-targets";
+  if (argc < 3 || (argc > 3 && !sse41_only && !targets)) {
+    std::cerr << "usage: sluice_make_gpu_plan SPEC.yaml OUT.plan [--sse41-only | --cpu-targets "
+                 "T1,T2,...]\n";
     return 2;
   }
   const std::string spec_path = argv[1], out = argv[2];
@@ -30,7 +34,12 @@ int main(int argc, char** argv) {
   std::stringstream text;
   text << in.rdbuf();
   CodegenOptions options;
-  if (argc == 4) options.cpu_targets = {"x86-64-linux-sse41"};
+  if (sse41_only) options.cpu_targets = {"x86-64-linux-sse41"};
+  if (targets) {
+    options.cpu_targets.clear();
+    std::stringstream list(argv[4]);
+    for (std::string t; std::getline(list, t, ',');) options.cpu_targets.push_back(t);
+  }
   options.cuda = false;  // SplitForGpu rebuilds kernels.so with CUDA
   if (Status st = CompileSpecText(text.str(), spec_path, out, options); !st) {
     std::cerr << "sluice_make_gpu_plan: " << st.error().ToString() << "\n";
