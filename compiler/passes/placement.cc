@@ -27,7 +27,8 @@
 //                the valid splits of each group (at most kMaxCombinations; beyond
 //                that all-CPU, each group's splits alone, and all largest), and
 //                the one with the highest predicted images/s within the CPU
-//                budget wins; ties go to the CPU.
+//                budget wins, if it beats all-CPU by kSplitMustWinBy (else,
+//                ties included, the CPU).
 //   cuda, cuda:N the largest valid split of every group (all that can move). A
 //                group with no valid split stays on the CPU; when no group can
 //                move, the plan runs on the CPU and the reason says so (not an
@@ -47,6 +48,16 @@ namespace sluice {
 namespace {
 
 constexpr size_t kMaxCombinations = 256;
+
+// How much faster than all-CPU a GPU split must be predicted to be chosen
+// under device auto. The model counts what moving a fused pointwise tail saves
+// the CPU, not what the GPU hand-off costs it (the pinned batch, the copy and
+// launch, the event), and it overstated the saving: on an NVIDIA H200 host the
+// model predicted +3% for imagenet_train's split where the loader measured
+// 0.90-0.97x the CPU path, and the CPU part's kernel cost 0.99x the whole
+// chain's, not the ~3% less predicted (bench/RESULTS.md, "GPU path on an
+// NVIDIA H200"). A split predicted to win by less is within that error.
+constexpr double kSplitMustWinBy = 1.10;
 
 std::string StringParam(const ParamList& params, const std::string& name, std::string fallback) {
   const ParamValue* v = FindParam(params, name);
@@ -201,16 +212,35 @@ void PlaceStages(Graph& graph, PassContext& context) {
         }
         add(largest);
       }
-      d.chosen = 0;
+      int best_split = -1;
       for (size_t i = 1; i < d.alternatives.size(); ++i) {
-        if (d.alternatives[i].images_per_second >
-            d.alternatives[d.chosen].images_per_second * (1 + 1e-9)) {
-          d.chosen = static_cast<int>(i);
+        if (best_split < 0 || d.alternatives[i].images_per_second >
+                                  d.alternatives[best_split].images_per_second * (1 + 1e-9)) {
+          best_split = static_cast<int>(i);
         }
+      }
+      d.chosen = 0;
+      if (best_split > 0 && d.alternatives[best_split].images_per_second >
+                                d.alternatives[0].images_per_second * kSplitMustWinBy) {
+        d.chosen = best_split;
       }
       const PlacementAlternative& best = d.alternatives[d.chosen];
       const PlacementAlternative& cpu = d.alternatives[0];
-      if (d.chosen == 0) {
+      const PlacementAlternative* runner_up =
+          best_split > 0 ? &d.alternatives[best_split] : nullptr;
+      if (d.chosen == 0 && runner_up != nullptr &&
+          runner_up->images_per_second > cpu.images_per_second * (1 + 1e-9)) {
+        char gain[32], margin[32];
+        std::snprintf(gain, sizeof(gain), "%.1f%%",
+                      (runner_up->images_per_second / cpu.images_per_second - 1) * 100);
+        std::snprintf(margin, sizeof(margin), "%.0f%%", (kSplitMustWinBy - 1) * 100);
+        d.reason = "output.device is auto: " + runner_up->name + " is predicted " + gain +
+                   " faster than all on cpu (" + Ips(runner_up->images_per_second) + " vs " +
+                   Ips(cpu.images_per_second) + " images/s at " + std::to_string(d.cpu_budget) +
+                   " CPU core(s)), less than the " + margin +
+                   " a split must win by (the GPU hand-off is not in the prediction): "
+                   "everything runs on the CPU";
+      } else if (d.chosen == 0) {
         d.reason = "output.device is auto: all on cpu has the highest predicted throughput (" +
                    Ips(cpu.images_per_second) + " images/s, " + cpu.limit + "-bound, at " +
                    std::to_string(d.cpu_budget) +
