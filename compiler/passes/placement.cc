@@ -43,6 +43,7 @@
 #include "compiler/passes/fused_chains.h"
 #include "compiler/passes/fusion_util.h"
 #include "compiler/passes/pass.h"
+#include "ops/fusion/gpu_staging.h"
 
 namespace sluice {
 namespace {
@@ -69,15 +70,16 @@ int64_t IntParam(const ParamList& params, const std::string& name, int64_t fallb
   return v != nullptr && std::holds_alternative<int64_t>(v->value) ? v->AsInt() : fallback;
 }
 
-// "normalize, layout, cast on gpu; uint8[224,224,3] HWC crosses the bus".
+// "normalize, layout, cast on gpu (uint8[3,224,224] CHW crosses the bus)".
 std::string DescribeSplit(const FusedChain& chain, int k) {
   std::string ops;
   for (size_t i = k; i < chain.steps.size(); ++i) {
     ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
   }
   std::vector<TensorType> types = ChainStepTypes(chain);
-  std::string staging = k >= 1 && k <= static_cast<int>(types.size()) ? types[k - 1].ToString()
-                                                                      : std::string("uint8");
+  std::string staging = k >= 1 && k <= static_cast<int>(types.size())
+                            ? GpuStagingType(types[k - 1]).ToString()
+                            : std::string("uint8");
   return ops + " on gpu (" + staging + " crosses the bus)";
 }
 
