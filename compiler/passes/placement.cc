@@ -37,6 +37,7 @@
 // output.cpu_budget, else the profile's cores (PassContext::profile).
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,85 @@ std::string Ips(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f", v);
   return buf;
+}
+
+// Adds the placement alternatives device auto weighs, all-CPU first: every
+// combination of "on the CPU" and each group's valid splits, or, past
+// kMaxCombinations, each group's splits alone and then all groups' largest.
+void AddEveryCombination(const std::vector<std::vector<int>>& splits,
+                         const std::function<int(const std::vector<int>&)>& add) {
+  const size_t groups = splits.size();
+  const std::vector<int> all_cpu(groups, -1);
+  size_t combos = 1;
+  for (size_t g = 0; g < groups && combos <= kMaxCombinations; ++g) {
+    combos *= splits[g].size() + 1;
+  }
+  if (combos <= kMaxCombinations) {
+    std::vector<size_t> pick(groups, 0);  // 0 = CPU, i = splits[g][i-1]
+    for (size_t c = 0; c < combos; ++c) {
+      std::vector<int> split(groups, -1);
+      for (size_t g = 0; g < groups; ++g) split[g] = pick[g] == 0 ? -1 : splits[g][pick[g] - 1];
+      add(split);
+      for (size_t g = 0; g < groups; ++g) {  // odometer
+        if (++pick[g] <= splits[g].size()) break;
+        pick[g] = 0;
+      }
+    }
+    return;
+  }
+  add(all_cpu);
+  std::vector<int> largest(groups, -1);
+  for (size_t g = 0; g < groups; ++g) {
+    for (int k : splits[g]) {
+      std::vector<int> split = all_cpu;
+      split[g] = k;
+      add(split);
+    }
+    if (!splits[g].empty()) largest[g] = splits[g].front();
+  }
+  add(largest);
+}
+
+// Device auto with a GPU: d.alternatives are predicted, all-CPU first. The
+// fastest split is chosen if it beats all-CPU by kSplitMustWinBy, else the
+// CPU; sets d.chosen and d.reason.
+void ChooseByPrediction(PlacementDecision& d) {
+  int best_split = -1;
+  for (size_t i = 1; i < d.alternatives.size(); ++i) {
+    if (best_split < 0 || d.alternatives[i].images_per_second >
+                              d.alternatives[best_split].images_per_second * (1 + 1e-9)) {
+      best_split = static_cast<int>(i);
+    }
+  }
+  const PlacementAlternative& cpu = d.alternatives[0];
+  const std::string at = " at " + std::to_string(d.cpu_budget) + " CPU core(s)";
+  d.chosen = 0;
+  if (best_split > 0 &&
+      d.alternatives[best_split].images_per_second > cpu.images_per_second * kSplitMustWinBy) {
+    d.chosen = best_split;
+    const PlacementAlternative& best = d.alternatives[best_split];
+    d.reason = "output.device is auto: " + best.name + " has the highest predicted throughput (" +
+               Ips(best.images_per_second) + " images/s, " + best.limit + "-bound, vs " +
+               Ips(cpu.images_per_second) + " all on cpu, " + cpu.limit + "-bound," + at + ")";
+    return;
+  }
+  if (best_split > 0 &&
+      d.alternatives[best_split].images_per_second > cpu.images_per_second * (1 + 1e-9)) {
+    const PlacementAlternative& runner_up = d.alternatives[best_split];
+    char gain[32], margin[32];
+    std::snprintf(gain, sizeof(gain), "%.1f%%",
+                  (runner_up.images_per_second / cpu.images_per_second - 1) * 100);
+    std::snprintf(margin, sizeof(margin), "%.0f%%", (kSplitMustWinBy - 1) * 100);
+    d.reason = "output.device is auto: " + runner_up.name + " is predicted " + gain +
+               " faster than all on cpu (" + Ips(runner_up.images_per_second) + " vs " +
+               Ips(cpu.images_per_second) + " images/s" + at + "), less than the " + margin +
+               " a split must win by (the GPU hand-off is not in the prediction): everything "
+               "runs on the CPU";
+    return;
+  }
+  d.reason = "output.device is auto: all on cpu has the highest predicted throughput (" +
+             Ips(cpu.images_per_second) + " images/s, " + cpu.limit + "-bound," + at +
+             "); moving the pointwise tail to the GPU would not be faster";
 }
 
 }  // namespace
@@ -185,77 +265,8 @@ void PlaceStages(Graph& graph, PassContext& context) {
       d.chosen = add(all_cpu);
       d.reason = "output.device is auto; " + why_not_movable + ": everything runs on the CPU";
     } else {
-      // Enumerate the combinations (all-CPU first, so ties keep the CPU).
-      size_t combos = 1;
-      for (size_t g = 0; g < groups && combos <= kMaxCombinations; ++g) {
-        combos *= splits[g].size() + 1;
-      }
-      if (combos <= kMaxCombinations) {
-        std::vector<size_t> pick(groups, 0);  // 0 = CPU, i = splits[g][i-1]
-        for (size_t c = 0; c < combos; ++c) {
-          std::vector<int> split(groups, -1);
-          for (size_t g = 0; g < groups; ++g) split[g] = pick[g] == 0 ? -1 : splits[g][pick[g] - 1];
-          add(split);
-          for (size_t g = 0; g < groups; ++g) {  // odometer
-            if (++pick[g] <= splits[g].size()) break;
-            pick[g] = 0;
-          }
-        }
-      } else {
-        add(all_cpu);
-        std::vector<int> largest(groups, -1);
-        for (size_t g = 0; g < groups; ++g) {
-          for (int k : splits[g]) {
-            std::vector<int> split = all_cpu;
-            split[g] = k;
-            add(split);
-          }
-          if (!splits[g].empty()) largest[g] = splits[g].front();
-        }
-        add(largest);
-      }
-      int best_split = -1;
-      for (size_t i = 1; i < d.alternatives.size(); ++i) {
-        if (best_split < 0 || d.alternatives[i].images_per_second >
-                                  d.alternatives[best_split].images_per_second * (1 + 1e-9)) {
-          best_split = static_cast<int>(i);
-        }
-      }
-      d.chosen = 0;
-      if (best_split > 0 && d.alternatives[best_split].images_per_second >
-                                d.alternatives[0].images_per_second * kSplitMustWinBy) {
-        d.chosen = best_split;
-      }
-      const PlacementAlternative& best = d.alternatives[d.chosen];
-      const PlacementAlternative& cpu = d.alternatives[0];
-      const PlacementAlternative* runner_up =
-          best_split > 0 ? &d.alternatives[best_split] : nullptr;
-      if (d.chosen == 0 && runner_up != nullptr &&
-          runner_up->images_per_second > cpu.images_per_second * (1 + 1e-9)) {
-        char gain[32], margin[32];
-        std::snprintf(gain, sizeof(gain), "%.1f%%",
-                      (runner_up->images_per_second / cpu.images_per_second - 1) * 100);
-        std::snprintf(margin, sizeof(margin), "%.0f%%", (kSplitMustWinBy - 1) * 100);
-        d.reason = "output.device is auto: " + runner_up->name + " is predicted " + gain +
-                   " faster than all on cpu (" + Ips(runner_up->images_per_second) + " vs " +
-                   Ips(cpu.images_per_second) + " images/s at " + std::to_string(d.cpu_budget) +
-                   " CPU core(s)), less than the " + margin +
-                   " a split must win by (the GPU hand-off is not in the prediction): "
-                   "everything runs on the CPU";
-      } else if (d.chosen == 0) {
-        d.reason = "output.device is auto: all on cpu has the highest predicted throughput (" +
-                   Ips(cpu.images_per_second) + " images/s, " + cpu.limit + "-bound, at " +
-                   std::to_string(d.cpu_budget) +
-                   " CPU core(s)); moving the pointwise tail to "
-                   "the GPU would not be faster";
-      } else {
-        d.reason = "output.device is auto: " + best.name +
-                   " has the highest predicted "
-                   "throughput (" +
-                   Ips(best.images_per_second) + " images/s, " + best.limit + "-bound, vs " +
-                   Ips(cpu.images_per_second) + " all on cpu, " + cpu.limit + "-bound, at " +
-                   std::to_string(d.cpu_budget) + " CPU core(s))";
-      }
+      AddEveryCombination(splits, add);
+      ChooseByPrediction(d);
     }
   } else {  // cuda or cuda:N: move all that can move
     std::vector<int> largest(groups, -1);
