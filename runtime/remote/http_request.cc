@@ -31,17 +31,17 @@ long Status2xx(CURL* easy) {
 // Range and sends the object from byte 0; a 206 sends its Content-Range, which
 // may start before the asked offset (the extra leading bytes are dropped) but
 // never after it (range_mismatch: those bytes are not the ones asked for). A
-// 206 without Content-Range is taken to start at the offset.
+// 206 without Content-Range (RFC 9110 requires one) cannot be placed: a
+// mismatch too.
 void OnFirstBody(Attempt& a, long status) {
   a.started = true;
   if (status == 200) a.skip = a.offset;
-  if (status == 206 && a.content_range_start >= 0) {
-    const auto start = static_cast<uint64_t>(a.content_range_start);
-    if (start <= a.offset) {
-      a.skip = a.offset - start;
-    } else {
-      a.range_mismatch = true;
-    }
+  if (status != 206) return;
+  const auto start = static_cast<uint64_t>(a.content_range_start);
+  if (a.content_range_start < 0 || start > a.offset) {
+    a.range_mismatch = true;
+  } else {
+    a.skip = a.offset - start;
   }
 }
 
@@ -289,10 +289,14 @@ Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const 
     return fail(Outcome::Kind::kRetry, ErrorCode::kIo, "timed out");
   }
   if (a.range_mismatch) {
+    const std::string answer =
+        a.content_range_start < 0
+            ? "without a Content-Range"
+            : "with Content-Range starting at byte " + std::to_string(a.content_range_start);
     return fail(Outcome::Kind::kRetry, ErrorCode::kCorruptData,
-                "HTTP " + std::to_string(tr.http_status) + " with Content-Range starting at byte " +
-                    std::to_string(a.content_range_start) + ", after the byte asked for (" +
-                    std::to_string(a.offset) + "); its bytes were not used",
+                "HTTP " + std::to_string(tr.http_status) + " " + answer +
+                    ", for a range from byte " + std::to_string(a.offset) +
+                    "; its bytes were not used",
                 "the server or a proxy in between answers ranges wrongly");
   }
   const bool transport_ok = tr.code == CURLE_OK || (tr.code == CURLE_WRITE_ERROR && a.complete);

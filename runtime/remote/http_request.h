@@ -64,7 +64,8 @@ struct Attempt {
   int64_t content_range_start = -1;  // from Content-Range: bytes START-b/n
   int64_t content_range_total = -1;  // from Content-Range: bytes a-b/TOTAL
   // A 206 whose Content-Range starts after `offset` (it lacks the first bytes
-  // asked for): its body is never used, and the attempt fails (Classify).
+  // asked for), or that has none: its body is never used, and the attempt
+  // fails (Classify).
   bool range_mismatch = false;
   std::string etag;                  // the response's ETag, as sent (quotes kept)
   // Set before ConfigureAttempt: sent as If-Match, so that a resumed stream

@@ -65,6 +65,25 @@ TEST_F(HttpRequestTest, ARangeAnsweredFromALaterByteIsNeverUsed) {
   EXPECT_EQ(store->stats().failures, 1u);
 }
 
+// RFC 9110 requires a 206 to say which bytes it holds; one that does not is
+// not trusted to hold the bytes asked for.
+TEST_F(HttpRequestTest, ARangeAnsweredWithoutContentRangeIsNeverUsed) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  ServerProcess proxy;
+  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "nocr:1:0");
+  RemoteOptions o = Fast();
+  o.max_retries = 1;
+  auto store = Open(proxy.url(), o);
+  std::vector<uint8_t> got(3000);
+  auto st = store->ReadRange(proxy.url() + "/data/blob.bin", 5000, got.size(), got.data());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kCorruptData);
+  EXPECT_NE(st.error().message.find("without a Content-Range"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(store->stats().retries, 1u);
+}
+
 TEST_F(HttpRequestTest, ALateRangeIsRetriedAndTheRetryGivesTheRightBytes) {
   ServerProcess& http = Http();
   ASSERT_FALSE(HasFailure());
