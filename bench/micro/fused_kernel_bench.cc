@@ -17,6 +17,7 @@
 #include <random>
 
 #include "compiler/codegen/codegen.h"
+#include "compiler/codegen/gpu_batch_pipeline.h"
 #include "ops/fusion/sample_args.h"
 #include "ops/registry.h"
 #include "runtime/kernels/kernel_library.h"
@@ -48,14 +49,17 @@ FusedChain TrainChain() {
 }
 
 // The CPU part of the same chain split for the GPU before `normalize` (what
-// GPU-placed plans run per sample; compiler/codegen/gpu_batch_pipeline.cc's
-// CpuPartChain): crop + flip into a uint8 HWC staging image.
+// GPU-placed plans run per sample): crop + flip into the planar uint8 staging
+// image, as the code generator derives it (CpuPartChain).
 FusedChain CpuPartOfTrainChain() {
   FusedChain c = TrainChain();
-  c.symbol = "bench_train_cpu_part";
-  c.steps.resize(2);
-  c.output = Image(DType::kUInt8, Layout::kHWC, 224, 224, 3);
-  return c;
+  c.gpu_from = 2;
+  auto part = CpuPartChain(c);
+  if (!part) {
+    std::fprintf(stderr, "%s\n", part.error().ToString().c_str());
+    std::abort();
+  }
+  return *part;
 }
 
 struct Fixture {
@@ -141,40 +145,34 @@ void BM_DecodeJpeg(benchmark::State& state) {
   state.counters["jpeg_bytes"] = static_cast<double>(f.jpeg.size());
 }
 
-void BM_FusedKernel(benchmark::State& state) {
+// Times `kernel` (compiled for `chain`) per sample on the fixture's pixels,
+// with each sample's own arguments, into a buffer of `out_bytes`.
+void RunPerSample(benchmark::State& state, const FusedChain& chain, const runtime::Kernel& kernel,
+                  size_t out_bytes) {
   Fixture& f = F();
   if (!f.error.empty()) {
     state.SkipWithError(f.error.c_str());
     return;
   }
-  std::vector<uint16_t> out(3 * 224 * 224);
+  std::vector<uint8_t> out(out_bytes);
   runtime::ImageView view{f.pixels.data(), kH, kW, 3, kW * 3};
   uint64_t sample = 0;
   for (auto _ : state) {
-    auto args = ComputeSampleArgs(f.chain, kH, kW, 0, 0, sample++);
-    auto st = f.kernel.Run(view, *args, out.data());
+    auto args = ComputeSampleArgs(chain, kH, kW, 0, 0, sample++);
+    auto st = kernel.Run(view, *args, out.data());
     if (!st) state.SkipWithError(st.error().message.c_str());
     benchmark::DoNotOptimize(out.data());
   }
 }
 
+void BM_FusedKernel(benchmark::State& state) {
+  RunPerSample(state, F().chain, F().kernel, 3 * 224 * 224 * sizeof(uint16_t));
+}
+
 // The GPU split's CPU part on the same input as BM_FusedKernel: what a
 // sample costs the CPU when normalize, layout and cast run on the GPU.
 void BM_CpuPartKernel(benchmark::State& state) {
-  Fixture& f = F();
-  if (!f.error.empty()) {
-    state.SkipWithError(f.error.c_str());
-    return;
-  }
-  std::vector<uint8_t> out(224 * 224 * 3);
-  runtime::ImageView view{f.pixels.data(), kH, kW, 3, kW * 3};
-  uint64_t sample = 0;
-  for (auto _ : state) {
-    auto args = ComputeSampleArgs(f.cpu_part_chain, kH, kW, 0, 0, sample++);
-    auto st = f.cpu_part.Run(view, *args, out.data());
-    if (!st) state.SkipWithError(st.error().message.c_str());
-    benchmark::DoNotOptimize(out.data());
-  }
+  RunPerSample(state, F().cpu_part_chain, F().cpu_part, 3 * 224 * 224);
 }
 
 double ThreadCpuMicros() {

@@ -34,20 +34,19 @@ double ThreadCpuMicros() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
 }
 
-struct Variant {
-  std::string name;
-  const runtime::Kernel* kernel;
-  const FusedChain* chain;
-  uint8_t* buffer;  // batch-sized: `slots` slots of the kernel's output
-  size_t slot_bytes;
-  std::vector<double> us_per_sample;  // one per round
-};
-
+// Bytes of one sample of a static type.
 size_t Bytes(const TensorType& t) {
   size_t n = DTypeSize(t.dtype);
   for (int64_t d : t.dims) n *= static_cast<size_t>(d);
   return n;
 }
+
+struct Variant {
+  std::string name;
+  const runtime::Kernel* kernel;
+  uint8_t* buffer;  // batch-sized: `slots` slots of the kernel's output
+  std::vector<double> us_per_sample;  // one per round
+};
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -91,15 +90,9 @@ int main(int argc, char** argv) {
   }
   const runtime::ImageView view{pixels.data(), h, w, 3, w * 3};
 
-  std::vector<std::unique_ptr<uint8_t, decltype(&std::free)>> owned;
-  auto plain = [&](size_t bytes) {
-    owned.emplace_back(static_cast<uint8_t*>(std::malloc(bytes)), &std::free);
-    std::memset(owned.back().get(), 0, bytes);
-    return owned.back().get();
-  };
-  std::vector<Variant> variants = {
-      {"whole chain -> malloc", &whole, &chain, plain(whole_bytes * slots), whole_bytes, {}},
-      {"cpu part    -> malloc", &part, &chain, plain(part_bytes * slots), part_bytes, {}}};
+  std::vector<uint8_t> whole_out(whole_bytes * slots), part_out(part_bytes * slots);
+  std::vector<Variant> variants = {{"whole chain -> malloc", &whole, whole_out.data(), {}},
+                                   {"cpu part    -> malloc", &part, part_out.data(), {}}};
   std::unique_ptr<runtime::cuda::PinnedBuffer> pinned;
   std::string gpu = "none";
   if (auto dev = runtime::cuda::CudaDevice::Open(0)) {
@@ -107,7 +100,7 @@ int main(int argc, char** argv) {
     if (auto p = runtime::cuda::PinnedBuffer::Allocate(*dev, part_bytes * slots)) {
       pinned = std::move(*p);
       std::memset(pinned->data(), 0, pinned->size());
-      variants.push_back({"cpu part    -> pinned", &part, &chain, pinned->data(), part_bytes, {}});
+      variants.push_back({"cpu part    -> pinned", &part, pinned->data(), {}});
     }
   }
   std::printf("plan %s; GPU %s; %d samples x %d rounds, 500x375 input\n", argv[1], gpu.c_str(),
@@ -115,16 +108,17 @@ int main(int argc, char** argv) {
   uint64_t sample = 0;
   for (int r = 0; r < rounds; ++r) {
     for (Variant& v : variants) {
+      const size_t slot_bytes = Bytes(v.kernel->output());
       double total = 0;
       for (int i = 0; i < samples; ++i, ++sample) {
         // The sample's own arguments, as the loader computes them: the whole
         // chain and its CPU part share the crop and flip draws.
-        auto args = ComputeSampleArgs(*v.chain, h, w, 0, 0, sample % 4096);
+        auto args = ComputeSampleArgs(chain, h, w, 0, 0, sample % 4096);
         if (!args) {
           std::fprintf(stderr, "%s\n", args.error().ToString().c_str());
           return 1;
         }
-        uint8_t* out = v.buffer + static_cast<size_t>(i % slots) * v.slot_bytes;
+        uint8_t* out = v.buffer + static_cast<size_t>(i % slots) * slot_bytes;
         const double t0 = ThreadCpuMicros();
         auto st = v.kernel->Run(view, *args, out);
         total += ThreadCpuMicros() - t0;

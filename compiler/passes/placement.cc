@@ -142,42 +142,38 @@ void AddEveryCombination(const std::vector<std::vector<int>>& splits,
 // fastest split is chosen if it beats all-CPU by kSplitMustWinBy, else the
 // CPU; sets d.chosen and d.reason.
 void ChooseByPrediction(PlacementDecision& d) {
-  int best_split = -1;
+  const PlacementAlternative& cpu = d.alternatives[0];
+  int best = 0;  // the fastest split, or 0 when there is none
   for (size_t i = 1; i < d.alternatives.size(); ++i) {
-    if (best_split < 0 || d.alternatives[i].images_per_second >
-                              d.alternatives[best_split].images_per_second * (1 + 1e-9)) {
-      best_split = static_cast<int>(i);
+    if (best == 0 || d.alternatives[i].images_per_second >
+                         d.alternatives[best].images_per_second * (1 + 1e-9)) {
+      best = static_cast<int>(i);
     }
   }
-  const PlacementAlternative& cpu = d.alternatives[0];
+  const PlacementAlternative& split = d.alternatives[best];
+  const double gain = split.images_per_second / cpu.images_per_second;
   const std::string at = " at " + std::to_string(d.cpu_budget) + " CPU core(s)";
-  d.chosen = 0;
-  if (best_split > 0 &&
-      d.alternatives[best_split].images_per_second > cpu.images_per_second * kSplitMustWinBy) {
-    d.chosen = best_split;
-    const PlacementAlternative& best = d.alternatives[best_split];
-    d.reason = "output.device is auto: " + best.name + " has the highest predicted throughput (" +
-               Ips(best.images_per_second) + " images/s, " + best.limit + "-bound, vs " +
+  d.chosen = best > 0 && gain > kSplitMustWinBy ? best : 0;
+  if (d.chosen > 0) {
+    d.reason = "output.device is auto: " + split.name + " has the highest predicted throughput (" +
+               Ips(split.images_per_second) + " images/s, " + split.limit + "-bound, vs " +
                Ips(cpu.images_per_second) + " all on cpu, " + cpu.limit + "-bound," + at + ")";
-    return;
-  }
-  if (best_split > 0 &&
-      d.alternatives[best_split].images_per_second > cpu.images_per_second * (1 + 1e-9)) {
-    const PlacementAlternative& runner_up = d.alternatives[best_split];
-    char gain[32], margin[32];
-    std::snprintf(gain, sizeof(gain), "%.1f%%",
-                  (runner_up.images_per_second / cpu.images_per_second - 1) * 100);
+  } else if (best > 0 && gain > 1 + 1e-9) {
+    char text[96];
+    std::snprintf(text, sizeof(text), "%.1f%% faster than all on cpu (%s vs %s images/s",
+                  (gain - 1) * 100, Ips(split.images_per_second).c_str(),
+                  Ips(cpu.images_per_second).c_str());
+    char margin[16];
     std::snprintf(margin, sizeof(margin), "%.0f%%", (kSplitMustWinBy - 1) * 100);
-    d.reason = "output.device is auto: " + runner_up.name + " is predicted " + gain +
-               " faster than all on cpu (" + Ips(runner_up.images_per_second) + " vs " +
-               Ips(cpu.images_per_second) + " images/s" + at + "), less than the " + margin +
+    d.reason = "output.device is auto: " + split.name + " is predicted " + text + at +
+               "), less than the " + margin +
                " a split must win by (the GPU hand-off is not in the prediction): everything "
                "runs on the CPU";
-    return;
+  } else {
+    d.reason = "output.device is auto: all on cpu has the highest predicted throughput (" +
+               Ips(cpu.images_per_second) + " images/s, " + cpu.limit + "-bound," + at +
+               "); moving the pointwise tail to the GPU would not be faster";
   }
-  d.reason = "output.device is auto: all on cpu has the highest predicted throughput (" +
-             Ips(cpu.images_per_second) + " images/s, " + cpu.limit + "-bound," + at +
-             "); moving the pointwise tail to the GPU would not be faster";
 }
 
 }  // namespace

@@ -120,11 +120,9 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
       std::from_chars(value.data() + 6, value.data() + value.size(), start);
       a.content_range_start = start;
     }
-    const size_t slash = line.rfind('/');
-    if (slash != std::string_view::npos) {
+    if (const size_t slash = value.rfind('/'); slash != std::string_view::npos) {
       int64_t total = -1;
-      const char* begin = line.data() + slash + 1;
-      std::from_chars(begin, line.data() + line.size(), total);
+      std::from_chars(value.data() + slash + 1, value.data() + value.size(), total);
       a.content_range_total = total;
     }
   }

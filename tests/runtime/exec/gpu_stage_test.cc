@@ -304,28 +304,14 @@ TEST(GpuStageTest, GpuBatchesMatchCpuPath) {
   EXPECT_EQ(b, want->batches.size());
 }
 
-// One epoch's batches as EpochBytes, device fields copied back to the host
-// (BatchBytes reads host fields only).
+// A field's bytes, copied back from the device when it is on one.
+std::vector<uint8_t> AnyFieldBytes(const TensorView& v) {
+  return v.device_type == DeviceType::kCUDA ? ToHost(v) : HostFieldBytes(v);
+}
+
+// One epoch's batches, device fields copied back to the host.
 Result<EpochBytes> ReadDeviceEpoch(Loader& loader) {
-  EpochBytes out;
-  while (true) {
-    auto next = loader.Next();
-    if (!next) return std::unexpected(next.error());
-    if (!*next) break;
-    std::vector<uint8_t> bytes;
-    for (const TensorView& v : (*next)->fields()) {
-      if (v.device_type == DeviceType::kCUDA) {
-        std::vector<uint8_t> host = ToHost(v);
-        bytes.insert(bytes.end(), host.begin(), host.end());
-      } else {
-        const auto* p = static_cast<const uint8_t*>(v.data);
-        bytes.insert(bytes.end(), p, p + v.bytes);
-      }
-    }
-    out.batches.push_back(std::move(bytes));
-    out.samples.push_back((*next)->sample_indices());
-  }
-  return out;
+  return ReadEpoch(loader, SIZE_MAX, AnyFieldBytes);
 }
 
 TEST(GpuStageTest, ThroughputAndNoDeviceLeakOverEpochs) {

@@ -204,18 +204,28 @@ inline Loader MakeSingleRankLoader(const std::string& plan_path, const fs::path&
   return std::move(*loader);
 }
 
-// All bytes of every field of `batch`, for comparisons. Host fields only: a
-// device field (a GPU plan's) is a test failure here, not a host read of a
-// device pointer; gpu_stage_test.cc copies those back with the driver.
-inline std::vector<uint8_t> BatchBytes(const Batch& batch) {
+// The bytes of one field of a batch, on the host.
+using FieldBytesFn = std::function<std::vector<uint8_t>(const TensorView&)>;
+
+// A host field's bytes. A device field (a GPU plan's) is a test failure here,
+// not a host read of a device pointer: gpu_stage_test.cc passes a FieldBytesFn
+// that copies those back with the driver.
+inline std::vector<uint8_t> HostFieldBytes(const TensorView& v) {
+  if (v.device_type != DeviceType::kCPU) {
+    ADD_FAILURE() << "HostFieldBytes: a field is on the device; copy it to the host first";
+    return {};
+  }
+  const auto* p = static_cast<const uint8_t*>(v.data);
+  return {p, p + v.bytes};
+}
+
+// All bytes of every field of `batch`, in field order, for comparisons.
+inline std::vector<uint8_t> BatchBytes(const Batch& batch,
+                                       const FieldBytesFn& field_bytes = HostFieldBytes) {
   std::vector<uint8_t> bytes;
   for (const TensorView& v : batch.fields()) {
-    if (v.device_type != DeviceType::kCPU) {
-      ADD_FAILURE() << "BatchBytes: a field is on the device; copy it to the host first";
-      return {};
-    }
-    const auto* p = static_cast<const uint8_t*>(v.data);
-    bytes.insert(bytes.end(), p, p + v.bytes);
+    const std::vector<uint8_t> field = field_bytes(v);
+    bytes.insert(bytes.end(), field.begin(), field.end());
   }
   return bytes;
 }
@@ -226,13 +236,14 @@ struct EpochBytes {
   std::vector<std::vector<uint64_t>> samples;
 };
 
-inline Result<EpochBytes> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MAX) {
+inline Result<EpochBytes> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MAX,
+                                    const FieldBytesFn& field_bytes = HostFieldBytes) {
   EpochBytes out;
   while (out.batches.size() < max_batches) {
     auto next = loader.Next();
     if (!next) return std::unexpected(next.error());
     if (!*next) break;
-    out.batches.push_back(BatchBytes(**next));
+    out.batches.push_back(BatchBytes(**next, field_bytes));
     out.samples.push_back((*next)->sample_indices());
   }
   return out;

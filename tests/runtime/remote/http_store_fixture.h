@@ -159,6 +159,14 @@ constexpr int kListed = 23;
 constexpr size_t kBlobSize = (3 << 20) + 12345;
 constexpr size_t kBigSize = (20 << 20) + 777;  // more than a stream's queue (8 MiB)
 
+// Streams `url` through `store`, appending every byte to `out`.
+inline Status StreamInto(ObjectStore& store, const std::string& url, std::vector<uint8_t>& out) {
+  return store.Stream(url, [&](const uint8_t* p, size_t n) {
+    out.insert(out.end(), p, p + n);
+    return Ok();
+  });
+}
+
 class HttpStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -199,6 +207,24 @@ class HttpStoreTest : public ::testing::Test {
     return *http_;
   }
 
+  // A fault proxy (serve.py proxy) in front of the suite's HTTP server, with
+  // `args` (--fault KIND:EVERY:PHASE ..., --delay-s S); it lives until the
+  // test ends. Null, with the failure added, when it cannot start.
+  ServerProcess* ProxyToHttp(const std::vector<std::string>& args) {
+    ServerProcess& http = Http();
+    if (HasFailure()) return nullptr;
+    std::vector<std::string> argv = {"proxy", "--upstream", std::to_string(http.port())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto proxy = std::make_unique<ServerProcess>();
+    std::string error;
+    if (!proxy->Start(argv, &error)) {
+      ADD_FAILURE() << "fault proxy: " << error;
+      return nullptr;
+    }
+    proxies_.push_back(std::move(proxy));
+    return proxies_.back().get();
+  }
+
   static RemoteOptions Fast() {
     RemoteOptions o;
     o.deadline_s = 20;
@@ -233,10 +259,7 @@ class HttpStoreTest : public ::testing::Test {
           << "range " << offset << "+" << length;
     }
     std::vector<uint8_t> streamed;
-    auto st = store.Stream(url, [&](const uint8_t* p, size_t n) {
-      streamed.insert(streamed.end(), p, p + n);
-      return Ok();
-    });
+    auto st = StreamInto(store, url, streamed);
     ASSERT_TRUE(st) << st.error().ToString();
     EXPECT_TRUE(streamed == blob) << "streamed " << streamed.size() << " bytes";
   }
@@ -261,6 +284,7 @@ class HttpStoreTest : public ::testing::Test {
   inline static std::vector<uint8_t>* blob_ = nullptr;
   inline static std::vector<uint8_t>* big_ = nullptr;
   std::unique_ptr<ServerProcess> http_;
+  std::vector<std::unique_ptr<ServerProcess>> proxies_;
 };
 
 }  // namespace sluice::runtime::remote::remote_testing

@@ -86,13 +86,10 @@ TEST_F(HttpStoreTest, HttpNotFoundFailsFastWithAHint) {
 }
 
 TEST_F(HttpStoreTest, FlakyProxyGivesTheSameBytesWithRetriesCounted) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "503:3:0",
-               "--fault", "reset:5:1", "--fault", "truncate:7:2", "--fault", "429:11:4");
-  auto store = Open(proxy.url(), Fast());
-  ExpectSameBytes(*store, proxy.url() + "/data/blob.bin");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "503:3:0", "--fault", "reset:5:1", "--fault", "truncate:7:2", "--fault", "429:11:4"});
+  ASSERT_NE(proxy, nullptr);
+  auto store = Open(proxy->url(), Fast());
+  ExpectSameBytes(*store, proxy->url() + "/data/blob.bin");
   const RequestStats s = store->stats();
   EXPECT_GT(s.retries, 0u);
   EXPECT_EQ(s.failures, 0u);
@@ -124,18 +121,12 @@ TEST_F(HttpStoreTest, SlowSinkPausesTheStreamWithoutLosingBytes) {
 }
 
 TEST_F(HttpStoreTest, BrokenStreamResumesFromTheFirstUndeliveredByte) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
   // Every even request is cut off half-way.
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault",
-               "truncate:2:0");
-  auto store = Open(proxy.url(), Fast());
+  ServerProcess* proxy = ProxyToHttp({"--fault", "truncate:2:0"});
+  ASSERT_NE(proxy, nullptr);
+  auto store = Open(proxy->url(), Fast());
   std::vector<uint8_t> streamed;
-  auto st = store->Stream(proxy.url() + "/data/blob.bin", [&](const uint8_t* p, size_t n) {
-    streamed.insert(streamed.end(), p, p + n);
-    return Ok();
-  });
+  auto st = StreamInto(*store, proxy->url() + "/data/blob.bin", streamed);
   ASSERT_TRUE(st) << st.error().ToString();
   EXPECT_TRUE(streamed == *blob_) << streamed.size();
   const RequestStats s = store->stats();
@@ -149,27 +140,22 @@ TEST_F(HttpStoreTest, BrokenStreamResumesFromTheFirstUndeliveredByte) {
 Status TimedStream(ObjectStore& store, const std::string& url, std::vector<uint8_t>& out,
                    double& seconds) {
   const auto start = std::chrono::steady_clock::now();
-  Status st = store.Stream(url, [&](const uint8_t* p, size_t n) {
-    out.insert(out.end(), p, p + n);
-    return Ok();
-  });
+  Status st = StreamInto(store, url, out);
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return st;
 }
 
 TEST_F(HttpStoreTest, StalledStreamIsRetriedFromTheFirstUndeliveredByte) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
   // Every even request sends half its body, then nothing while it stays open.
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "stall:2:0");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "stall:2:0"});
+  ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.deadline_s = 20;
   o.stall_timeout_s = 0.3;
-  auto store = Open(proxy.url(), o);
+  auto store = Open(proxy->url(), o);
   std::vector<uint8_t> streamed;
   double took = 0;
-  auto st = TimedStream(*store, proxy.url() + "/data/blob.bin", streamed, took);
+  auto st = TimedStream(*store, proxy->url() + "/data/blob.bin", streamed, took);
   ASSERT_TRUE(st) << st.error().ToString();
   EXPECT_TRUE(streamed == *blob_) << streamed.size();
   EXPECT_LT(took, 10.0);  // the stall, not the 20 s deadline, ended the first attempt
@@ -184,21 +170,19 @@ TEST_F(HttpStoreTest, StalledStreamIsRetriedFromTheFirstUndeliveredByte) {
 // the resume sends the first response's ETag as If-Match and the server's 412
 // fails the stream as changed, instead of splicing two versions.
 TEST_F(HttpStoreTest, AnObjectReplacedDuringAStalledStreamFailsAsChanged) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
   const fs::path file = *root_ / "data" / "replaced.bin";
   const std::vector<uint8_t> before = RandomBytes(kBlobSize, 21);
   WriteFile(file, before);
-  ServerProcess proxy;
   // Every even request sends half its body, then nothing while it stays open.
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "stall:2:0");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "stall:2:0"});
+  ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.deadline_s = 20;
   o.stall_timeout_s = 1.0;
-  auto store = Open(proxy.url(), o);
+  auto store = Open(proxy->url(), o);
   std::atomic<bool> first_bytes{false};
   auto stream = std::async(std::launch::async, [&] {
-    return store->Stream(proxy.url() + "/data/replaced.bin", [&](const uint8_t*, size_t) {
+    return store->Stream(proxy->url() + "/data/replaced.bin", [&](const uint8_t*, size_t) {
       first_bytes = true;
       return Ok();
     });
@@ -218,17 +202,15 @@ TEST_F(HttpStoreTest, AnObjectReplacedDuringAStalledStreamFailsAsChanged) {
 }
 
 TEST_F(HttpStoreTest, WithoutStallDetectionAStalledStreamRunsToTheDeadline) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "stall:1:0");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "stall:1:0"});
+  ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.deadline_s = 1.5;
   o.stall_timeout_s = 0;
-  auto store = Open(proxy.url(), o);
+  auto store = Open(proxy->url(), o);
   std::vector<uint8_t> streamed;
   double took = 0;
-  auto st = TimedStream(*store, proxy.url() + "/data/blob.bin", streamed, took);
+  auto st = TimedStream(*store, proxy->url() + "/data/blob.bin", streamed, took);
   ASSERT_FALSE(st);
   EXPECT_GE(took, 1.4);
   EXPECT_LT(took, 6.0);
@@ -236,17 +218,14 @@ TEST_F(HttpStoreTest, WithoutStallDetectionAStalledStreamRunsToTheDeadline) {
 }
 
 TEST_F(HttpStoreTest, StalledRequestIsHedged) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
   // Request 0 (the first attempt) stalls for 30 s; request 1 (the hedge) does not.
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "delay:2:0",
-               "--delay-s", "30");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "delay:2:0", "--delay-s", "30"});
+  ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.hedge_delay_s = 0.05;
-  auto store = Open(proxy.url(), o);
+  auto store = Open(proxy->url(), o);
   std::vector<uint8_t> got(65536);
-  auto st = store->ReadRange(proxy.url() + "/data/blob.bin", 1000, got.size(), got.data());
+  auto st = store->ReadRange(proxy->url() + "/data/blob.bin", 1000, got.size(), got.data());
   ASSERT_TRUE(st) << st.error().ToString();
   EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + 1000));
   const RequestStats s = store->stats();
@@ -257,21 +236,18 @@ TEST_F(HttpStoreTest, StalledRequestIsHedged) {
 }
 
 TEST_F(HttpStoreTest, AHedgeThatStallsTooIsHedgedAgain) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
   // Requests 0 (the first attempt) and 1 (the first hedge) stall for 60 s,
   // beyond the 10 s deadline and with no retries: the read succeeds only if
   // a second hedge (request 2) answers for it.
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "delay:1000:0",
-               "--fault", "delay:1000:1", "--delay-s", "60");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "delay:1000:0", "--fault", "delay:1000:1", "--delay-s", "60"});
+  ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.hedge_delay_s = 0.05;
   o.deadline_s = 10;
   o.max_retries = 0;
-  auto store = Open(proxy.url(), o);
+  auto store = Open(proxy->url(), o);
   std::vector<uint8_t> got(65536);
-  auto st = store->ReadRange(proxy.url() + "/data/blob.bin", 1000, got.size(), got.data());
+  auto st = store->ReadRange(proxy->url() + "/data/blob.bin", 1000, got.size(), got.data());
   ASSERT_TRUE(st) << st.error().ToString();
   EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + 1000));
   const RequestStats s = store->stats();
@@ -281,21 +257,18 @@ TEST_F(HttpStoreTest, AHedgeThatStallsTooIsHedgedAgain) {
 }
 
 TEST_F(HttpStoreTest, AutoHedgeDelayFollowsObservedLatency) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
   // Request 25 stalls for 60 s, beyond the 10 s deadline: the read that meets
   // it succeeds only if a hedge answers for it.
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault",
-               "delay:1000:25", "--delay-s", "60");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "delay:1000:25", "--delay-s", "60"});
+  ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.hedge_delay_s = -1;  // auto: the p95 of the reads so far
   o.deadline_s = 10;
   o.max_retries = 0;
-  auto store = Open(proxy.url(), o);
+  auto store = Open(proxy->url(), o);
   std::vector<uint8_t> got(4096);
   for (int i = 0; i < 30; ++i) {
-    auto st = store->ReadRange(proxy.url() + "/data/blob.bin", i * 4096, got.size(), got.data());
+    auto st = store->ReadRange(proxy->url() + "/data/blob.bin", i * 4096, got.size(), got.data());
     ASSERT_TRUE(st) << "read " << i << ": " << st.error().ToString();
     EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + i * 4096));
   }
@@ -303,26 +276,23 @@ TEST_F(HttpStoreTest, AutoHedgeDelayFollowsObservedLatency) {
 }
 
 TEST_F(HttpStoreTest, AutoHedgeBeforeTwentyRangeReadsFollowsTheCallsSoFar) {
-  ServerProcess& http = Http();
-  ASSERT_FALSE(HasFailure());
-  ServerProcess proxy;
   // Request 10 (the second range read, after 8 HEADs) stalls beyond the
   // 1.9 s deadline: it succeeds only if it is hedged before the 2 s a store
   // without any history would wait.
-  START_SERVER(proxy, "proxy", "--upstream", std::to_string(http.port()), "--fault", "delay:1000:9",
-               "--delay-s", "60");
+  ServerProcess* proxy = ProxyToHttp({"--fault", "delay:1000:9", "--delay-s", "60"});
+  ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.hedge_delay_s = -1;
   o.deadline_s = 1.9;
   o.max_retries = 0;
-  auto store = Open(proxy.url(), o);
+  auto store = Open(proxy->url(), o);
   for (int i = 0; i < 8; ++i) {
-    auto info = store->Stat(proxy.url() + "/data/blob.bin");
+    auto info = store->Stat(proxy->url() + "/data/blob.bin");
     ASSERT_TRUE(info) << info.error().ToString();
   }
   std::vector<uint8_t> got(4096);
   for (int i = 0; i < 2; ++i) {
-    auto st = store->ReadRange(proxy.url() + "/data/blob.bin", i * 4096, got.size(), got.data());
+    auto st = store->ReadRange(proxy->url() + "/data/blob.bin", i * 4096, got.size(), got.data());
     ASSERT_TRUE(st) << "read " << i << ": " << st.error().ToString();
     EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + i * 4096));
   }

@@ -57,6 +57,13 @@ ShardCache::Fetch StreamOf(const std::vector<uint8_t>& bytes, std::atomic<int>* 
   };
 }
 
+// Acquires `key`, whose content is `bytes` (size and SHA-256 checked), fetched
+// by StreamOf(bytes, calls) on a miss.
+Result<CachedShard> AcquireBytes(ShardCache& cache, const std::string& key,
+                                 const std::vector<uint8_t>& bytes, std::atomic<int>* calls) {
+  return cache.Acquire(key, bytes.size(), Sha256Hex(bytes), StreamOf(bytes, calls));
+}
+
 std::vector<uint8_t> ReadAll(const CachedShard& shard) {
   std::vector<uint8_t> out(shard.size());
   EXPECT_EQ(::pread(shard.fd(), out.data(), out.size(), 0), static_cast<ssize_t>(out.size()));
@@ -85,8 +92,7 @@ TEST(ShardCacheTest, MissDownloadsOnceThenHits) {
   const auto bytes = ShardBytes("s3://b/shard-000000.tar", 1000);
   std::atomic<int> calls{0};
   for (int round = 0; round < 3; ++round) {
-    auto held = (*cache)->Acquire("s3://b/shard-000000.tar", bytes.size(), Sha256Hex(bytes),
-                                  StreamOf(bytes, &calls));
+    auto held = AcquireBytes(**cache, "s3://b/shard-000000.tar", bytes, &calls);
     ASSERT_TRUE(held) << held.error().message;
     EXPECT_TRUE(held->kept());
     EXPECT_EQ(ReadAll(*held), bytes);
@@ -242,7 +248,7 @@ TEST(ShardCacheTest, AStuckDownloaderIsWaitedForAtMostTheLockWaitThenReadPastThe
   const auto bytes = ShardBytes(key, 5000);
   std::atomic<int> calls{0};
   const auto start = std::chrono::steady_clock::now();
-  auto held = (*cache)->Acquire(key, bytes.size(), Sha256Hex(bytes), StreamOf(bytes, &calls));
+  auto held = AcquireBytes(**cache, key, bytes, &calls);
   const double waited = SecondsSince(start);
   ASSERT_TRUE(held) << held.error().message;
   EXPECT_GE(waited, 0.3);
@@ -261,7 +267,7 @@ TEST(ShardCacheTest, AHeldDirectoryLockMakesTheDownloadAPassThrough) {
   ASSERT_TRUE(cache);
   HeldLock peer((tmp.path() / ".lock").string());
   const auto bytes = ShardBytes("k", 3000);
-  auto held = (*cache)->Acquire("k", bytes.size(), Sha256Hex(bytes), StreamOf(bytes, nullptr));
+  auto held = AcquireBytes(**cache, "k", bytes, nullptr);
   ASSERT_TRUE(held) << held.error().message;
   EXPECT_FALSE(held->kept());
   EXPECT_EQ(ReadAll(*held), bytes);
@@ -279,12 +285,12 @@ TEST(ShardCacheTest, AfterOneLockTimeoutTheSameLockIsOnlyTriedUntilItIsFree) {
   ASSERT_TRUE(cache);
   auto peer = std::make_unique<HeldLock>((tmp.path() / ".lock").string());
   const auto first = ShardBytes("first", 3000);
-  auto held = (*cache)->Acquire("first", first.size(), Sha256Hex(first), StreamOf(first, nullptr));
+  auto held = AcquireBytes(**cache, "first", first, nullptr);
   ASSERT_TRUE(held) << held.error().message;
   EXPECT_FALSE(held->kept());
   const auto second = ShardBytes("second", 3000);
   const auto start = std::chrono::steady_clock::now();
-  held = (*cache)->Acquire("second", second.size(), Sha256Hex(second), StreamOf(second, nullptr));
+  held = AcquireBytes(**cache, "second", second, nullptr);
   ASSERT_TRUE(held) << held.error().message;
   EXPECT_LT(SecondsSince(start), 0.4);  // not another lock_wait_s
   EXPECT_FALSE(held->kept());
@@ -292,7 +298,7 @@ TEST(ShardCacheTest, AfterOneLockTimeoutTheSameLockIsOnlyTriedUntilItIsFree) {
   EXPECT_EQ((*cache)->stats().lock_timeouts, 2u);
   peer.reset();  // the peer lets go: the next shard is kept again
   const auto third = ShardBytes("third", 3000);
-  held = (*cache)->Acquire("third", third.size(), Sha256Hex(third), StreamOf(third, nullptr));
+  held = AcquireBytes(**cache, "third", third, nullptr);
   ASSERT_TRUE(held) << held.error().message;
   EXPECT_TRUE(held->kept());
   EXPECT_EQ((*cache)->stats().lock_timeouts, 2u);
@@ -308,7 +314,7 @@ TEST(ShardCacheTest, AnEntryHeldExclusivelyByAPeerIsAMissAfterTheLockWait) {
   const auto bytes = ShardBytes(key, 4000);
   std::atomic<int> calls{0};
   {
-    auto held = (*cache)->Acquire(key, bytes.size(), Sha256Hex(bytes), StreamOf(bytes, &calls));
+    auto held = AcquireBytes(**cache, key, bytes, &calls);
     ASSERT_TRUE(held) << held.error().message;
     ASSERT_TRUE(held->kept());
   }
@@ -320,7 +326,7 @@ TEST(ShardCacheTest, AnEntryHeldExclusivelyByAPeerIsAMissAfterTheLockWait) {
   ASSERT_FALSE(entry.empty());
   HeldLock peer(entry);  // LOCK_EX, as an eviction takes it
   const auto start = std::chrono::steady_clock::now();
-  auto held = (*cache)->Acquire(key, bytes.size(), Sha256Hex(bytes), StreamOf(bytes, &calls));
+  auto held = AcquireBytes(**cache, key, bytes, &calls);
   const double waited = SecondsSince(start);
   ASSERT_TRUE(held) << held.error().message;
   EXPECT_GE(waited, 0.3);
