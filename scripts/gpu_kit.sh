@@ -16,6 +16,9 @@
 #   plans/ compiled here: loader_test.plan (CPU), gpu_test.plan (its chain split for the
 #          GPU; SplitForGpu; the same CPU targets, so the fallback's batches are identical), imagenet_train_gpu.plan (examples/imagenet_train.yaml, split
 #          the same way) — kernels.so with CPU targets and CUDA (PTX for sm_80+)
+#   kernels/cuda_test/  the CUDA kernel test's library (tests/compiler/codegen/
+#          cuda_kernel_test.cc), compiled here by sluice_tests: CudaKernelTest checks
+#          the CUDA kernels against the CPU kernel and the reference there
 #   data/train/  a small generated image_folder (KIT_IMAGES JPEGs, default 256)
 #   MANIFEST     what is inside and how it was built
 # Environment: BUILD (build directory, default build), KIT_IMAGES.
@@ -32,10 +35,10 @@ LIMIT_BYTES=$((64 * 1024 * 1024))
 if [[ "${2:-}" != "--no-build" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$BUILD" -j"$(nproc)" --target sluice sluice_make_dataset sluice_e2e_loader \
-    sluice_gpu_tests sluice_runtime_cli sluice_make_gpu_plan sluice_gpu_staging_bench
+    sluice_gpu_tests sluice_runtime_cli sluice_make_gpu_plan sluice_gpu_staging_bench sluice_tests
 fi
 for b in sluice sluice_make_dataset sluice_e2e_loader sluice_gpu_tests sluice_runtime_cli \
-  sluice_make_gpu_plan sluice_gpu_staging_bench; do
+  sluice_make_gpu_plan sluice_gpu_staging_bench sluice_tests; do
   [[ -x "$BUILD/$b" ]] || { echo "gpu_kit: $BUILD/$b is missing (build it first)" >&2; exit 1; }
 done
 
@@ -78,6 +81,15 @@ strip --strip-unneeded "$OUT"/lib/* 2>/dev/null || true
   "$OUT/plans/gpu_test.plan"
 "$BUILD/sluice_make_gpu_plan" "$ROOT/examples/imagenet_train.yaml" \
   "$OUT/plans/imagenet_train_gpu.plan"
+
+# The CUDA kernel test's library (the kit's sluice_gpu_tests only loads it).
+SLUICE_TEST_CUDA_KERNELS_DIR="$OUT/kernels/cuda_test" "$BUILD/sluice_tests" \
+  --gtest_filter='CudaKernelTest.BuildsCudaSymbols' >"$OUT/cuda_test_build.log" 2>&1 ||
+  { cat "$OUT/cuda_test_build.log" >&2; echo "gpu_kit: the CUDA test kernels did not build" >&2; exit 1; }
+[[ -f "$OUT/kernels/cuda_test/kernels.so" ]] ||
+  { echo "gpu_kit: no CUDA test kernels (this Halide has no NVPTX?)" >&2; exit 1; }
+rm -f "$OUT/cuda_test_build.log"
+strip --strip-unneeded "$OUT/kernels/cuda_test/kernels.so" 2>/dev/null || true
 
 # A small generated dataset for the benchmark (the tests make their own).
 "$BUILD/sluice_make_dataset" "$OUT/data/train" --images "$KIT_IMAGES" --classes 10 --seed 1 >/dev/null

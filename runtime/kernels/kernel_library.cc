@@ -12,11 +12,17 @@ struct KernelLibrary::Handle {
   void* dl = nullptr;
   int (*copy_to_host)(void*, halide_buffer_t*) = nullptr;
   int (*device_free)(void*, halide_buffer_t*) = nullptr;
+  int (*reuse_device_allocations)(void*, bool) = nullptr;
   std::mutex kept_mutex;
   std::vector<std::shared_ptr<const void>> kept;  // released after dlclose
   ~Handle() {
     // dlclose runs the Halide runtime's destructors (its CUDA module cache is
     // unloaded in the contexts `kept` still holds); `kept` is destroyed after.
+    // The device allocations cached by the runtime go back first, while the
+    // contexts they belong to still live.
+    if (dl && device_free && reuse_device_allocations) {
+      reuse_device_allocations(nullptr, false);
+    }
     if (dl) dlclose(dl);
   }
 };
@@ -146,8 +152,22 @@ Result<KernelLibrary> KernelLibrary::Open(const std::string& path) {
       reinterpret_cast<int (*)(void*, halide_buffer_t*)>(dlsym(dl, "halide_copy_to_host"));
   lib.handle_->device_free =
       reinterpret_cast<int (*)(void*, halide_buffer_t*)>(dlsym(dl, "halide_device_free"));
+  lib.handle_->reuse_device_allocations = reinterpret_cast<int (*)(void*, bool)>(
+      dlsym(dl, "halide_reuse_device_allocations"));
   lib.path_ = path;
   return lib;
+}
+
+Status KernelLibrary::ReleaseCachedDeviceMemory() const {
+  if (!handle_ || !handle_->device_free || !handle_->reuse_device_allocations) return Ok();
+  const int rc = handle_->reuse_device_allocations(nullptr, false);
+  handle_->reuse_device_allocations(nullptr, true);
+  if (rc != 0) {
+    return MakeError(ErrorCode::kInternal, "releasing the cached device allocations of " + path_ +
+                                               " failed with Halide error code " +
+                                               std::to_string(rc));
+  }
+  return Ok();
 }
 
 void KernelLibrary::KeepUntilUnloaded(std::shared_ptr<const void> owner) const {

@@ -84,6 +84,12 @@ class KernelLibrary {
   // CUDA runtime copies in and the output back. kNotFound when not built.
   Result<Kernel> CudaKernel(const FusedChain& chain) const;
 
+  // The Halide runtime keeps device allocations freed by a CUDA kernel's run
+  // in a cache for reuse (its default; at most 32, flushed when cuMemAlloc
+  // fails). This returns the unused ones to the driver; reuse stays on. The
+  // library also does it when it is unloaded. No-op for a CPU-only library.
+  Status ReleaseCachedDeviceMemory() const;
+
   const std::string& path() const { return path_; }
   // dlsym of `name` in the library (nullptr when absent); the pointer stays
   // valid while this library or a copy of it (or a Kernel from it) lives.

@@ -3,7 +3,8 @@
 # from the kit folder, in order:
 #   1. the GPU test suite (bin/sluice_gpu_tests): device batches equal to the CPU
 #      path within 1e-3, no device-memory leak over 30 epochs, the plan's GPU
-#      fields; without a device the fallback tests (warning + CPU batches
+#      fields, the CUDA kernels against the CPU kernel and the reference
+#      (CudaKernelTest, on kernels/cuda_test); without a device the fallback tests (warning + CPU batches
 #      identical to the CPU plan, forced cuda -> clear error) run instead;
 #   2. the Python device tests, when feasible (see the message: they are not);
 #   3. `sluice run` on the GPU plan: default device (GPU, or the CPU fallback
@@ -40,6 +41,7 @@ BENCH_BATCHES="${BENCH_BATCHES:-8}"
 BENCH_WARMUP="${BENCH_WARMUP:-2}"
 export SLUICE_TEST_PLAN="$KIT/plans/loader_test.plan"
 export SLUICE_TEST_GPU_PLAN="$KIT/plans/gpu_test.plan"
+export SLUICE_TEST_CUDA_KERNELS_DIR="$KIT/kernels/cuda_test"
 
 summary=()
 failed=0
@@ -162,7 +164,7 @@ sanitizer="$(command -v compute-sanitizer || true)"
 if [[ -n "$GPU_NAME" && -n "$sanitizer" ]]; then
   echo "== 5. compute-sanitizer memcheck of the GPU tests"
   SLUICE_UNDER_COMPUTE_SANITIZER=1 timeout 300 "$sanitizer" --tool memcheck --leak-check full --error-exitcode 3 \
-    bin/sluice_gpu_tests --gtest_filter='GpuStageTest.*:GpuDriverTest.*' \
+    bin/sluice_gpu_tests --gtest_filter='GpuStageTest.*:GpuDriverTest.*:CudaKernelTest.*' \
     >"$LOG/compute_sanitizer.log" 2>&1
   rc=$?
   grep -E '^========= (ERROR SUMMARY|LEAK SUMMARY)|^\[ +(OK|FAILED|PASSED) ' "$LOG/compute_sanitizer.log"

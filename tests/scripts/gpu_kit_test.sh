@@ -44,6 +44,8 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   grep -q 'SKIPPED' "$TMP/logs/gpu_tests.log" || fail "the GPU tests did not skip without a GPU"
   grep -q '^\[       OK \] GpuStageFallbackTest.NoDeviceWarnsAndMatchesCpuPlan' \
     "$TMP/logs/gpu_tests.log" || fail "the fallback test did not pass"
+  grep -q '^\[       OK \] CudaKernelTest.BuildsCudaSymbols' "$TMP/logs/gpu_tests.log" ||
+    fail "the kit's CUDA test kernels did not load"
   grep -q 'fell back to the CPU with the warning' "$TMP/out.txt" || fail "no CPU fallback in sluice run"
   grep -q 'refused with a clear error' "$TMP/out.txt" || fail "forced cuda was not refused"
 fi

@@ -10,6 +10,11 @@
 // CPU kernel tolerances of fused_kernel_test.cc (uint8 within 1; float within
 // 1e-3 relative, or one uint8 level through the pointwise tail for at most 1%
 // of the elements).
+//
+// The GPU kit (scripts/gpu_kit.sh) runs these on a machine without Halide: its
+// sluice_gpu_tests is built with SLUICE_TESTS_NO_COMPILER and loads the library
+// that the kit's builder compiled here into SLUICE_TEST_CUDA_KERNELS_DIR (set
+// that variable to build or reuse the library in a chosen folder).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -54,23 +59,45 @@ struct CudaBuild {
   std::vector<FusedChain> chains;
 };
 
-// Compiled once per test binary, cached on disk keyed by the binary (as in
-// kernel_fixture.h), because ctest runs each test in its own process.
+// The folder of the CUDA test library: SLUICE_TEST_CUDA_KERNELS_DIR, else a
+// temporary one keyed by the test binary's identity (as in kernel_fixture.h),
+// because ctest runs each test in its own process.
+fs::path CudaKernelsDir() {
+  if (const char* dir = std::getenv("SLUICE_TEST_CUDA_KERNELS_DIR"); dir && *dir) return dir;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  const auto stamp = std::to_string(std::hash<std::string>{}(
+      exe.string() + "|" + std::to_string(fs::file_size(exe, ec)) + "|" +
+      std::to_string(fs::last_write_time(exe, ec).time_since_epoch().count())));
+  return fs::temp_directory_path() / ("sluice_cuda_kernels_" + stamp);
+}
+
+// Whether the CUDA kernels can be had: built by this binary's Halide, or (in a
+// binary without the compiler) loaded from SLUICE_TEST_CUDA_KERNELS_DIR.
+std::string NoCudaKernelsReason() {
+#ifdef SLUICE_TESTS_NO_COMPILER
+  const char* dir = std::getenv("SLUICE_TEST_CUDA_KERNELS_DIR");
+  if (!dir || !*dir) {
+    return "SLUICE_TEST_CUDA_KERNELS_DIR is not set and this test binary has no compiler";
+  }
+  return "";
+#else
+  return HalideHasCuda() ? "" : "this Halide build has no NVPTX backend: CUDA kernels are not built";
+#endif
+}
+
+// Compiled (or loaded) once per test binary.
 const CudaBuild& Build() {
   static const CudaBuild* b = [] {
     auto* out = new CudaBuild;
-    out->has_cuda = HalideHasCuda();
+    out->has_cuda = NoCudaKernelsReason().empty();
     if (!out->has_cuda) return out;
     out->chains = CudaChains();
     CodegenOptions opt;
     opt.cpu_targets = {"x86-64-linux-avx-avx2-f16c-fma-sse41"};
     opt.cuda = true;
     std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    const auto stamp = std::to_string(std::hash<std::string>{}(
-        exe.string() + "|" + std::to_string(fs::file_size(exe, ec)) + "|" +
-        std::to_string(fs::last_write_time(exe, ec).time_since_epoch().count())));
-    const fs::path dir = fs::temp_directory_path() / ("sluice_cuda_kernels_" + stamp);
+    const fs::path dir = CudaKernelsDir();
     if (fs::exists(dir / "kernels.so")) {
       KernelArtifact art;
       art.library = (dir / "kernels.so").string();
@@ -80,6 +107,12 @@ const CudaBuild& Build() {
       }
       out->artifact = art;
     } else {
+#ifdef SLUICE_TESTS_NO_COMPILER
+      out->artifact = MakeError(ErrorCode::kNotFound,
+                                "no kernels.so in " + dir.string() +
+                                    " and this test binary has no compiler",
+                                "build the GPU kit again (scripts/gpu_kit.sh)");
+#else
       const fs::path tmp = dir.string() + ".tmp" + std::to_string(::getpid());
       out->artifact = CompileKernels(out->chains, tmp.string(), opt);
       if (out->artifact) {
@@ -87,6 +120,7 @@ const CudaBuild& Build() {
         fs::remove_all(tmp, ec);
         out->artifact->library = (dir / "kernels.so").string();
       }
+#endif
     }
     if (out->artifact) out->library = runtime::KernelLibrary::Open(out->artifact->library);
     return out;
@@ -112,9 +146,9 @@ std::string NoCudaDeviceReason() {
   return "";  // the library stays loaded: the Halide CUDA runtime uses it too
 }
 
-#define SKIP_WITHOUT_HALIDE_CUDA()                                                        \
-  if (!HalideHasCuda()) {                                                                 \
-    GTEST_SKIP() << "this Halide build has no NVPTX backend: CUDA kernels are not built"; \
+#define SKIP_WITHOUT_HALIDE_CUDA()                                   \
+  if (std::string why = NoCudaKernelsReason(); !why.empty()) {       \
+    GTEST_SKIP() << why;                                             \
   }
 
 TEST(CudaKernelTest, BuildsCudaSymbols) {
@@ -140,8 +174,11 @@ TEST(CudaKernelTest, BuildsCudaSymbols) {
   auto missing = b.library->CudaKernel(other);
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  // Nothing was run: there is nothing to release, with or without a device.
+  EXPECT_TRUE(b.library->ReleaseCachedDeviceMemory());
 }
 
+#ifndef SLUICE_TESTS_NO_COMPILER  // the CPU test library is built by the compiler
 TEST(CudaKernelTest, NotBuiltWhenDisabled) {
   // cuda = false must give a library without CUDA symbols (the CPU-only plans
   // every other test uses); checked on the shared CPU test library.
@@ -151,7 +188,9 @@ TEST(CudaKernelTest, NotBuiltWhenDisabled) {
   auto cuda = k.library->CudaKernel(chain);
   ASSERT_FALSE(cuda);
   EXPECT_EQ(cuda.error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(k.library->ReleaseCachedDeviceMemory());  // no device memory to release
 }
+#endif
 
 RefTensor TestImage(int64_t h, int64_t w, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -236,6 +275,9 @@ TEST(CudaKernelTest, MatchesCpuKernelOnGpu) {
     }
     EXPECT_LE(one_level, total / 100) << chain.symbol << ": too many one-level differences";
   }
+  // The runtime cached the freed device buffers; they go back to the driver
+  // (the kit's compute-sanitizer run reports any that stay allocated).
+  EXPECT_TRUE(b.library->ReleaseCachedDeviceMemory());
 }
 
 }  // namespace
