@@ -21,28 +21,63 @@ int Passes(const Args& args) {
   return 0;
 }
 
-int Compile(const Args& args) {
-  std::string spec_path, emit, plan_out, profile_path, budget_text, error;
+namespace {
+
+// What `sluice compile` was asked to do.
+struct CompileArgs {
+  std::string spec_path, plan_out, profile_path;
   bool have_plan_out = false;
+  int cpu_budget = -1;     // --cpu-budget; -1: the profile's
+  bool emit_ir = false;    // --emit=ir or --emit=ir-after=PASS
+  bool emit_spec = false;  // --emit=spec
+  std::string stop_after;  // the PASS of --emit=ir-after=PASS
+  bool help = false;       // --help: usage printed, nothing else to do
+};
+
+// Parses `--emit=...` into `out`; 0 or a usage error's exit code (printed).
+int ParseEmit(const std::string& emit, CompileArgs& out) {
+  if (emit == "ir") {
+    out.emit_ir = true;
+  } else if (emit.starts_with("ir-after=")) {
+    out.emit_ir = true;
+    out.stop_after = emit.substr(std::string("ir-after=").size());
+    if (FindPass(out.stop_after) == nullptr) {
+      return UsageError("unknown pass `" + out.stop_after +
+                        "` in --emit=ir-after; passes, in order: " + PassNames());
+    }
+  } else if (emit == "spec") {
+    out.emit_spec = true;
+  } else if (!emit.empty()) {
+    return UsageError("unknown --emit value `" + emit +
+                      "`; use --emit=ir, --emit=ir-after=PASS or --emit=spec");
+  }
+  return 0;
+}
+
+// Parses `sluice compile`'s arguments into `out`; 0 or a usage error's exit
+// code (printed).
+int ParseCompileArgs(const Args& args, CompileArgs& out) {
+  std::string emit, budget_text, error;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
       std::cout << UsageText();
+      out.help = true;
       return 0;
     }
     if (TakeValue(args, i, "--emit", emit, error)) {
       if (!error.empty()) return UsageError(error);
       continue;
     }
-    if (TakeValue(args, i, "-o", plan_out, error) ||
-        TakeValue(args, i, "--output", plan_out, error)) {
+    if (TakeValue(args, i, "-o", out.plan_out, error) ||
+        TakeValue(args, i, "--output", out.plan_out, error)) {
       if (!error.empty()) return UsageError(error);
-      have_plan_out = true;
+      out.have_plan_out = true;
       continue;
     }
-    if (TakeValue(args, i, "--profile", profile_path, error)) {
+    if (TakeValue(args, i, "--profile", out.profile_path, error)) {
       if (!error.empty()) return UsageError(error);
-      if (profile_path.empty()) return UsageError("--profile needs a hardware profile file");
+      if (out.profile_path.empty()) return UsageError("--profile needs a hardware profile file");
       continue;
     }
     if (TakeValue(args, i, "--cpu-budget", budget_text, error)) {
@@ -51,60 +86,59 @@ int Compile(const Args& args) {
     }
     if (arg.starts_with("-") && arg != "-")
       return UsageError("unknown option `" + arg + "` for compile");
-    if (!spec_path.empty()) {
-      return UsageError("compile takes one SPEC; got `" + spec_path + "` and `" + arg + "`");
+    if (!out.spec_path.empty()) {
+      return UsageError("compile takes one SPEC; got `" + out.spec_path + "` and `" + arg + "`");
     }
-    spec_path = arg;
+    out.spec_path = arg;
   }
-  if (spec_path.empty()) return UsageError("compile needs a SPEC file");
-  int cpu_budget = -1;
+  if (out.spec_path.empty()) return UsageError("compile needs a SPEC file");
   if (!budget_text.empty()) {
+    int& budget = out.cpu_budget;
     auto [end, ec] =
-        std::from_chars(budget_text.data(), budget_text.data() + budget_text.size(), cpu_budget);
-    if (ec != std::errc() || end != budget_text.data() + budget_text.size() || cpu_budget < 1) {
+        std::from_chars(budget_text.data(), budget_text.data() + budget_text.size(), budget);
+    if (ec != std::errc() || end != budget_text.data() + budget_text.size() || budget < 1) {
       return UsageError("--cpu-budget needs a whole number of cores >= 1, got `" + budget_text +
                         "`");
     }
   }
+  return ParseEmit(emit, out);
+}
 
-  std::string stop_after;
-  bool emit_ir = false, emit_spec = false;
-  if (emit == "ir") {
-    emit_ir = true;
-  } else if (emit.starts_with("ir-after=")) {
-    emit_ir = true;
-    stop_after = emit.substr(std::string("ir-after=").size());
-    if (FindPass(stop_after) == nullptr) {
-      return UsageError("unknown pass `" + stop_after +
-                        "` in --emit=ir-after; passes, in order: " + PassNames());
-    }
-  } else if (emit == "spec") {
-    emit_spec = true;
-  } else if (!emit.empty()) {
-    return UsageError("unknown --emit value `" + emit +
-                      "`; use --emit=ir, --emit=ir-after=PASS or --emit=spec");
+// --emit=spec: the front end alone, so that the spec is printed even when a
+// later step fails. 0 on success, else 1 (printed).
+int EmitSpec(const CompileOptions& options) {
+  CompileOptions parse = options;
+  parse.parse_only = true;
+  auto parsed = sluice::Compile(parse);
+  if (!parsed) {
+    std::cerr << parsed.error().ToString() << "\n";
+    return 1;
   }
+  if (parsed->has_errors()) {
+    std::cerr << parsed->diagnostics();
+    return 1;
+  }
+  std::cout << EmitSpecYaml(parsed->impl().spec);
+  return 0;
+}
+
+}  // namespace
+
+int Compile(const Args& args) {
+  CompileArgs a;
+  if (int rc = ParseCompileArgs(args, a); rc != 0 || a.help) return rc;
+  const std::string& spec_path = a.spec_path;
+  const std::string& plan_out = a.plan_out;
+  const std::string& stop_after = a.stop_after;
+  const bool have_plan_out = a.have_plan_out, emit_ir = a.emit_ir, emit_spec = a.emit_spec;
 
   CompileOptions options;
   options.spec_path = spec_path;
-  options.profile_path = profile_path;
-  options.cpu_budget = cpu_budget;
+  options.profile_path = a.profile_path;
+  options.cpu_budget = a.cpu_budget;
   options.stop_after = stop_after;
   if (emit_spec) {
-    // The front end alone first: the spec is printed even when a later step fails.
-    CompileOptions parse = options;
-    parse.parse_only = true;
-    auto parsed = sluice::Compile(parse);
-    if (!parsed) {
-      std::cerr << parsed.error().ToString() << "\n";
-      return 1;
-    }
-    if (parsed->has_errors()) {
-      std::cerr << parsed->diagnostics();
-      return 1;
-    }
-    std::cout << EmitSpecYaml(parsed->impl().spec);
-    if (!have_plan_out) return 0;
+    if (int rc = EmitSpec(options); rc != 0 || !have_plan_out) return rc;
   }
   // On a terminal, a compile that takes more than a second shows its elapsed
   // time (through code generation: WritePlan builds kernels.so).

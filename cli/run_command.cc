@@ -28,10 +28,12 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -108,208 +110,173 @@ void CollectBad(const Loader& loader, uint64_t epoch, report::ReportData& data, 
   }
 }
 
-}  // namespace
-
-int Run(const Args& args) {
-  std::string plan_path, error, value, bad_samples_path, trace_path, report_path;
+// What `sluice run` was asked to do.
+struct RunArgs {
+  std::string plan_path, bad_samples_path, trace_path, report_path;
   PlanVars vars;
   int64_t batches = -1, epochs = 1;
   LoaderOptions options;
+};
+
+// Parses `sluice run`'s arguments into `out`; 0, or the exit code of a usage
+// error (already printed).
+int ParseRunArgs(const Args& args, RunArgs& out) {
+  LoaderOptions& o = out.options;
+  // Integer flags: name, smallest value, where the value goes.
+  const std::vector<std::tuple<const char*, int64_t, std::function<void(int64_t)>>> int_flags = {
+      {"--batches", 1, [&](int64_t n) { out.batches = n; }},
+      {"--epochs", 1, [&](int64_t n) { out.epochs = n; }},
+      {"--threads", 1, [&](int64_t n) { o.threads = static_cast<int>(n); }},
+      {"--prefetch", 1, [&](int64_t n) { o.prefetch = static_cast<int>(n); }},
+      {"--in-flight", 1, [&](int64_t n) { o.in_flight = static_cast<int>(n); }},
+      {"--rank", 0, [&](int64_t n) { o.rank = static_cast<int>(n); }},
+      {"--world-size", 1, [&](int64_t n) { o.world_size = static_cast<int>(n); }},
+      {"--seed", 0, [&](int64_t n) { o.seed = static_cast<uint64_t>(n); }},
+  };
+  // FILE flags: name, where the path goes.
+  const std::vector<std::pair<const char*, std::string*>> file_flags = {
+      {"--bad-samples", &out.bad_samples_path},
+      {"--trace", &out.trace_path},
+      {"--report", &out.report_path}};
+  std::string error, value;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    auto int_flag = [&](const std::string& flag, int64_t& out, int64_t min) -> int {
-      if (!ParseInt(value, out) || out < min) {
-        return UsageError(flag + " needs an integer >= " + std::to_string(min) + ", got `" + value +
-                          "`");
+    if (TakeVar(args, i, out.vars, error)) {
+      if (!error.empty()) return UsageError(error);
+      continue;
+    }
+    bool taken = false;
+    for (const auto& [flag, min, set] : int_flags) {
+      if (!TakeValue(args, i, flag, value, error)) continue;
+      if (!error.empty()) return UsageError(error);
+      int64_t n = 0;
+      if (!ParseInt(value, n) || n < min) {
+        return UsageError(std::string(flag) + " needs an integer >= " + std::to_string(min) +
+                          ", got `" + value + "`");
       }
-      return 0;
-    };
-    int64_t n = 0;
-    if (TakeVar(args, i, vars, error)) {
+      set(n);
+      taken = true;
+      break;
+    }
+    for (size_t f = 0; !taken && f < file_flags.size(); ++f) {
+      const auto& [flag, path] = file_flags[f];
+      if (!TakeValue(args, i, flag, value, error)) continue;
       if (!error.empty()) return UsageError(error);
-    } else if (TakeValue(args, i, "--batches", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--batches", batches, 1)) return rc;
-    } else if (TakeValue(args, i, "--epochs", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--epochs", epochs, 1)) return rc;
-    } else if (TakeValue(args, i, "--threads", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--threads", n, 1)) return rc;
-      options.threads = static_cast<int>(n);
-    } else if (TakeValue(args, i, "--prefetch", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--prefetch", n, 1)) return rc;
-      options.prefetch = static_cast<int>(n);
-    } else if (TakeValue(args, i, "--in-flight", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--in-flight", n, 1)) return rc;
-      options.in_flight = static_cast<int>(n);
-    } else if (TakeValue(args, i, "--rank", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--rank", n, 0)) return rc;
-      options.rank = static_cast<int>(n);
-    } else if (TakeValue(args, i, "--world-size", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--world-size", n, 1)) return rc;
-      options.world_size = static_cast<int>(n);
-    } else if (TakeValue(args, i, "--seed", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (int rc = int_flag("--seed", n, 0)) return rc;
-      options.seed = static_cast<uint64_t>(n);
-    } else if (TakeValue(args, i, "--device", value, error)) {
+      if (value.empty()) return UsageError(std::string(flag) + " needs a FILE");
+      *path = value;
+      taken = true;
+    }
+    if (taken) continue;
+    if (TakeValue(args, i, "--device", value, error)) {
       if (!error.empty()) return UsageError(error);
       if (value != "cpu" && value != "cuda" && !value.starts_with("cuda:")) {
         return UsageError("--device needs cpu, cuda or cuda:N, got `" + value + "`");
       }
-      options.device = value;
-    } else if (TakeValue(args, i, "--bad-samples", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (value.empty()) return UsageError("--bad-samples needs a FILE");
-      bad_samples_path = value;
-    } else if (TakeValue(args, i, "--trace", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (value.empty()) return UsageError("--trace needs a FILE");
-      trace_path = value;
-    } else if (TakeValue(args, i, "--report", value, error)) {
-      if (!error.empty()) return UsageError(error);
-      if (value.empty()) return UsageError("--report needs a FILE");
-      report_path = value;
+      o.device = value;
     } else if (arg == "--dct-scaling") {
-      options.dct_scaling = true;
+      o.dct_scaling = true;
     } else if (arg.starts_with("-")) {
       return UsageError("unknown option `" + arg + "` for run");
-    } else if (!plan_path.empty()) {
-      return UsageError("run takes one PLAN; got `" + plan_path + "` and `" + arg + "`");
+    } else if (!out.plan_path.empty()) {
+      return UsageError("run takes one PLAN; got `" + out.plan_path + "` and `" + arg + "`");
     } else {
-      plan_path = arg;
+      out.plan_path = arg;
     }
   }
-  if (plan_path.empty()) return UsageError("run needs a PLAN directory (sluice compile -o PLAN)");
-  if ((options.rank >= 0) != (options.world_size >= 0)) {
+  if (out.plan_path.empty()) {
+    return UsageError("run needs a PLAN directory (sluice compile -o PLAN)");
+  }
+  if ((o.rank >= 0) != (o.world_size >= 0)) {
     return UsageError("--rank and --world-size go together");
   }
-  if (options.rank >= 0 && options.rank >= options.world_size) {
+  if (o.rank >= 0 && o.rank >= o.world_size) {
     return UsageError("--rank must be less than --world-size");
   }
+  return 0;
+}
 
-  auto plan = Plan::Load(plan_path, vars);
-  if (!plan) {
-    std::cerr << plan.error().ToString() << "\n";
-    return 1;
-  }
-  auto loader = Loader::Create(*plan, options);
-  if (!loader) {
-    std::cerr << loader.error().ToString() << "\n";
-    return 1;
-  }
-  const uint64_t per_epoch = loader->batches_per_epoch();
-  const uint64_t total =
-      batches > 0 ? static_cast<uint64_t>(batches) : per_epoch * static_cast<uint64_t>(epochs);
-  if (per_epoch == 0 || total == 0) {  // --batches N over empty epochs would spin forever
-    std::cerr << "sluice: error: the plan yields no batches (" << loader->dataset_size()
-              << " samples, batch size " << loader->batch_size() << ")\n";
-    return 1;
-  }
-  std::ofstream bad_out;
-  if (!bad_samples_path.empty()) {
-    bad_out.open(bad_samples_path, std::ios::trunc);
-    if (!bad_out) {
-      std::cerr << "sluice: error: cannot open --bad-samples file `" << bad_samples_path << "`\n";
-      return 1;
-    }
-  }
-  if (!trace_path.empty()) {
-    if (Status st = loader->StartTrace(trace_path); !st) {
-      std::cerr << st.error().ToString() << "\n";
-      return 1;
-    }
-  }
-  std::optional<report::RunRecorder> recorder;
-  report::ReportData report_data;
-  constexpr size_t kReportBadLimit = 200;
-  if (!report_path.empty()) {
-    // Fail before the run, not after it, when the report cannot be written.
-    if (!std::ofstream(report_path, std::ios::app)) {
-      std::cerr << "sluice: error: cannot open report file `" << report_path << "`\n";
-      return 1;
-    }
-    recorder.emplace(0.1);
-  }
-  uint64_t epoch = loader->State().epoch, bad_lines = 0;
+// What the batch loop did.
+struct RunOutcome {
+  uint64_t done = 0;       // batches taken
+  uint64_t epoch = 0;      // the epoch the run ended in
+  uint64_t bad_lines = 0;  // lines written to --bad-samples
+  double elapsed = 0;      // seconds, first Next() to the last batch
+  int rc = 0;              // 0, or 1 after an error (printed)
+};
+
+// Takes `total` batches as a trainer would (touching nothing but the handles),
+// writing each finished epoch's bad samples to `bad_out` (when open) and to
+// the report (when recording), and drawing the progress bar.
+RunOutcome TakeBatches(Loader& loader, uint64_t total, std::ofstream& bad_out,
+                       report::RunRecorder* recorder, report::ReportData& report_data,
+                       size_t report_bad_limit) {
+  RunOutcome r;
+  r.epoch = loader.State().epoch;
   Progress bar("run", total, "batches");  // drawn only when stderr is a terminal
-  auto start = std::chrono::steady_clock::now();
-  if (recorder) recorder->Observe(*loader, true);
-  uint64_t done = 0;
-  int rc = 0;
-  while (done < total) {
-    auto next = loader->Next();
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (recorder) recorder->Observe(loader, true);
+  while (r.done < total) {
+    auto next = loader.Next();
     if (!next) {
       bar.Clear();
       std::cerr << next.error().ToString() << "\n";
-      rc = 1;
+      r.rc = 1;
       break;
     }
     if (!*next) {  // end of epoch: the next call starts the next one
-      if (bad_out.is_open() && !WriteBadSamples(*loader, epoch, bad_out, bad_lines)) {
-        rc = 1;
+      if (bad_out.is_open() && !WriteBadSamples(loader, r.epoch, bad_out, r.bad_lines)) {
+        r.rc = 1;
         break;
       }
-      if (recorder) CollectBad(*loader, epoch, report_data, kReportBadLimit);
-      ++epoch;
+      if (recorder) CollectBad(loader, r.epoch, report_data, report_bad_limit);
+      ++r.epoch;
       continue;
     }
-    ++done;
+    ++r.done;
     next->reset();  // a trainer would use the batch here
-    if (recorder) recorder->Observe(*loader);
-    if (bar.active()) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (elapsed > 0) {
-        bar.SetNote(std::to_string(static_cast<long long>(
-                        static_cast<double>(done * loader->batch_size()) / elapsed)) +
-                    " img/s");
-      }
+    if (recorder) recorder->Observe(loader);
+    if (bar.active() && seconds() > 0) {
+      bar.SetNote(std::to_string(static_cast<long long>(
+                      static_cast<double>(r.done * loader.batch_size()) / seconds())) +
+                  " img/s");
     }
-    bar.Update(done);
+    bar.Update(r.done);
   }
   bar.Finish();
-  if (bad_out.is_open() && !WriteBadSamples(*loader, epoch, bad_out, bad_lines)) rc = 1;
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (recorder) recorder->Observe(*loader, true);
-  std::optional<uint64_t> trace_dropped;
-  if (!trace_path.empty()) {
-    auto stopped = loader->StopTrace();
-    if (!stopped) {
-      std::cerr << stopped.error().ToString() << "\n";
-      rc = 1;
-    } else {
-      trace_dropped = *stopped;
-    }
-  }
-  LoaderStats s = loader->Stats();
-  struct rusage usage {};
-  ::getrusage(RUSAGE_SELF, &usage);
-  std::printf("plan:            %s (%s)\n", plan->name().c_str(), plan_path.c_str());
+  if (bad_out.is_open() && !WriteBadSamples(loader, r.epoch, bad_out, r.bad_lines)) r.rc = 1;
+  r.elapsed = seconds();
+  if (recorder) recorder->Observe(loader, true);
+  return r;
+}
+
+double ImagesPerSecond(const RunOutcome& r, const Loader& loader) {
+  return r.elapsed > 0 ? static_cast<double>(r.done * loader.batch_size()) / r.elapsed : 0.0;
+}
+
+// The summary on stdout (see the file comment).
+void PrintSummary(const Plan& plan, const RunArgs& a, const Loader& loader, const LoaderStats& s,
+                  const RunOutcome& r, double peak_rss_mb, std::optional<uint64_t> trace_dropped) {
+  using ull = unsigned long long;
+  std::printf("plan:            %s (%s)\n", plan.name().c_str(), a.plan_path.c_str());
   std::printf("device:          %s\n", s.device.c_str());
   for (const std::string& w : s.warnings) std::printf("warning:         %s\n", w.c_str());
   std::printf(
       "batches:         %llu x %lld samples in %.2f s (threads %d, in flight %d, "
       "pool %d x %.1f MB)\n",
-      static_cast<unsigned long long>(done), static_cast<long long>(loader->batch_size()), elapsed,
-      s.threads, s.in_flight, s.pool_buffers, static_cast<double>(s.batch_bytes) / 1e6);
-  std::printf("images/s:        %.1f\n",
-              elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0.0);
+      static_cast<ull>(r.done), static_cast<long long>(loader.batch_size()), r.elapsed, s.threads,
+      s.in_flight, s.pool_buffers, static_cast<double>(s.batch_bytes) / 1e6);
+  std::printf("images/s:        %.1f\n", ImagesPerSecond(r, loader));
   std::printf("batch latency:   p50 %s  p99 %s  max %s\n", Ms(s.latency_p50).c_str(),
               Ms(s.latency_p99).c_str(), Ms(s.latency_max).c_str());
   std::printf("consumer waited: %.2f s (%.0f%% of the run)\n", s.consumer_wait_seconds,
-              elapsed > 0 ? 100.0 * s.consumer_wait_seconds / elapsed : 0.0);
+              r.elapsed > 0 ? 100.0 * s.consumer_wait_seconds / r.elapsed : 0.0);
   std::printf("stage time:      read %.2f s  decode %.2f s  kernel %.2f s (summed over workers)\n",
               s.read_seconds, s.decode_seconds, s.kernel_seconds);
-  std::printf("peak RSS:        %.1f MB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+  std::printf("peak RSS:        %.1f MB\n", peak_rss_mb);
   if (s.remote) {
-    using ull = unsigned long long;
     std::printf(
         "remote:          %llu requests, %.1f MB fetched, latency p50 %s p99 %s; "
         "retries %llu, hedges %llu (%llu won), timeouts %llu, failed %llu\n",
@@ -326,51 +293,124 @@ int Run(const Args& args) {
         static_cast<ull>(s.coalesced_samples), static_cast<ull>(s.shards_streamed), s.read_ahead,
         static_cast<ull>(s.read_ahead_stalls));
   }
-  std::printf(
-      "bad samples:     %llu distinct (%llu bad reads: skipped %llu, replaced %llu)\n",
-      static_cast<unsigned long long>(s.bad_samples), static_cast<unsigned long long>(s.bad_reads),
-      static_cast<unsigned long long>(s.skipped), static_cast<unsigned long long>(s.replaced));
-  if (bad_out.is_open()) {
-    std::printf("bad-sample list: %s (%llu lines)\n", bad_samples_path.c_str(),
-                static_cast<unsigned long long>(bad_lines));
+  std::printf("bad samples:     %llu distinct (%llu bad reads: skipped %llu, replaced %llu)\n",
+              static_cast<ull>(s.bad_samples), static_cast<ull>(s.bad_reads),
+              static_cast<ull>(s.skipped), static_cast<ull>(s.replaced));
+  if (!a.bad_samples_path.empty()) {
+    std::printf("bad-sample list: %s (%llu lines)\n", a.bad_samples_path.c_str(),
+                static_cast<ull>(r.bad_lines));
   }
   for (const BadSample& bad : s.last_bad) {
     std::printf("  %s: %s\n", bad.path.c_str(), bad.reason.c_str());
   }
   if (trace_dropped) {
     std::printf("trace:           %s (%llu events dropped: a track's buffer was full)\n",
-                trace_path.c_str(), static_cast<unsigned long long>(*trace_dropped));
+                a.trace_path.c_str(), static_cast<ull>(*trace_dropped));
   }
-  if (recorder) {
-    CollectBad(*loader, epoch, report_data, kReportBadLimit);
-    report_data.title = plan->name();
-    report_data.plan = PlanSummary(*plan, plan_path, *loader, s);
-    report_data.machine = report::MachineSummary();
-    report_data.series = recorder->points();
-    report_data.latencies = loader->BatchLatencies();
-    report_data.final_stats = s;
-    report_data.elapsed = elapsed;
-    report_data.warnings = s.warnings;
-    const double rate =
-        elapsed > 0 ? static_cast<double>(done * loader->batch_size()) / elapsed : 0;
-    report_data.result = {
-        {"batches", std::to_string(done) + " x " + std::to_string(loader->batch_size()) +
-                        " samples in " + report::Num(elapsed) + " s"},
-        {"images/s", report::Num(rate, 1)},
-        {"batch latency",
-         "p50 " + Ms(s.latency_p50) + ", p99 " + Ms(s.latency_p99) + ", max " + Ms(s.latency_max)},
-        {"consumer waited", report::Num(s.consumer_wait_seconds) + " s"},
-        {"peak RSS", report::Num(static_cast<double>(usage.ru_maxrss) / 1024.0, 1) + " MB"},
-        {"result", rc == 0 ? "completed" : "stopped by an error (see stderr)"}};
-    std::string report_error;
-    if (!report::WriteReport(report_path, report_data, report_error)) {
-      std::cerr << "sluice: error: " << report_error << "\n";
-      rc = 1;
-    } else {
-      std::printf("report:          %s\n", report_path.c_str());
+}
+
+// Fills the rest of `data` and writes the HTML report; false (printed) when
+// it cannot be written.
+bool WriteRunReport(const Plan& plan, const RunArgs& a, const Loader& loader,
+                    const LoaderStats& s, const RunOutcome& r, double peak_rss_mb,
+                    const report::RunRecorder& recorder, report::ReportData& data) {
+  data.title = plan.name();
+  data.plan = PlanSummary(plan, a.plan_path, loader, s);
+  data.machine = report::MachineSummary();
+  data.series = recorder.points();
+  data.latencies = loader.BatchLatencies();
+  data.final_stats = s;
+  data.elapsed = r.elapsed;
+  data.warnings = s.warnings;
+  data.result = {
+      {"batches", std::to_string(r.done) + " x " + std::to_string(loader.batch_size()) +
+                      " samples in " + report::Num(r.elapsed) + " s"},
+      {"images/s", report::Num(ImagesPerSecond(r, loader), 1)},
+      {"batch latency",
+       "p50 " + Ms(s.latency_p50) + ", p99 " + Ms(s.latency_p99) + ", max " + Ms(s.latency_max)},
+      {"consumer waited", report::Num(s.consumer_wait_seconds) + " s"},
+      {"peak RSS", report::Num(peak_rss_mb, 1) + " MB"},
+      {"result", r.rc == 0 ? "completed" : "stopped by an error (see stderr)"}};
+  std::string error;
+  if (!report::WriteReport(a.report_path, data, error)) {
+    std::cerr << "sluice: error: " << error << "\n";
+    return false;
+  }
+  std::printf("report:          %s\n", a.report_path.c_str());
+  return true;
+}
+
+}  // namespace
+
+int Run(const Args& args) {
+  RunArgs a;
+  if (int rc = ParseRunArgs(args, a)) return rc;
+  auto plan = Plan::Load(a.plan_path, a.vars);
+  if (!plan) {
+    std::cerr << plan.error().ToString() << "\n";
+    return 1;
+  }
+  auto loader = Loader::Create(*plan, a.options);
+  if (!loader) {
+    std::cerr << loader.error().ToString() << "\n";
+    return 1;
+  }
+  const uint64_t per_epoch = loader->batches_per_epoch();
+  const uint64_t total = a.batches > 0 ? static_cast<uint64_t>(a.batches)
+                                       : per_epoch * static_cast<uint64_t>(a.epochs);
+  if (per_epoch == 0 || total == 0) {  // --batches N over empty epochs would spin forever
+    std::cerr << "sluice: error: the plan yields no batches (" << loader->dataset_size()
+              << " samples, batch size " << loader->batch_size() << ")\n";
+    return 1;
+  }
+  std::ofstream bad_out;
+  if (!a.bad_samples_path.empty()) {
+    bad_out.open(a.bad_samples_path, std::ios::trunc);
+    if (!bad_out) {
+      std::cerr << "sluice: error: cannot open --bad-samples file `" << a.bad_samples_path
+                << "`\n";
+      return 1;
     }
   }
-  return rc;
+  if (!a.trace_path.empty()) {
+    if (Status st = loader->StartTrace(a.trace_path); !st) {
+      std::cerr << st.error().ToString() << "\n";
+      return 1;
+    }
+  }
+  std::optional<report::RunRecorder> recorder;
+  report::ReportData report_data;
+  constexpr size_t kReportBadLimit = 200;
+  if (!a.report_path.empty()) {
+    // Fail before the run, not after it, when the report cannot be written.
+    if (!std::ofstream(a.report_path, std::ios::app)) {
+      std::cerr << "sluice: error: cannot open report file `" << a.report_path << "`\n";
+      return 1;
+    }
+    recorder.emplace(0.1);
+  }
+  RunOutcome r = TakeBatches(*loader, total, bad_out, recorder ? &*recorder : nullptr,
+                             report_data, kReportBadLimit);
+  std::optional<uint64_t> trace_dropped;
+  if (!a.trace_path.empty()) {
+    auto stopped = loader->StopTrace();
+    if (!stopped) {
+      std::cerr << stopped.error().ToString() << "\n";
+      r.rc = 1;
+    } else {
+      trace_dropped = *stopped;
+    }
+  }
+  const LoaderStats s = loader->Stats();
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const double peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  PrintSummary(*plan, a, *loader, s, r, peak_rss_mb, trace_dropped);
+  if (recorder) {
+    CollectBad(*loader, r.epoch, report_data, kReportBadLimit);
+    if (!WriteRunReport(*plan, a, *loader, s, r, peak_rss_mb, *recorder, report_data)) r.rc = 1;
+  }
+  return r.rc;
 }
 
 }  // namespace sluice::cli

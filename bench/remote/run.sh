@@ -5,6 +5,8 @@
 #   s3         as s3:// URLs (SigV4-signed, path-style requests) from nginx on
 #              loopback (bench/remote/nginx.conf.in), serving the objects as
 #              an S3 endpoint serves GET and HEAD (signatures not checked);
+#   http       the same objects from the same nginx as plain http:// URLs
+#              (no SigV4 signing: what signing costs per request);
 #   s3_slow_*  the same through a second nginx server that delays a random 1%
 #              of requests by 1 s, with hedging on (auto: the observed p95)
 #              and off (remote.hedge_delay_s: 0);
@@ -122,11 +124,13 @@ else
   export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-east-1
 fi
 url="s3://bench/shard-{000000..$last}.tar"
+http_url="http://127.0.0.1:$nginx_port/bench/shard-{000000..$last}.tar"  # the same objects, unsigned
 
 # name plan data endpoint-port
 CONTENDERS=(
   "local_shuffle shuffle $WORK/shards -"
   "s3_shuffle shuffle $url $nginx_port"
+  "http_shuffle shuffle $http_url -"
   "s3_slow_hedge shuffle $url $slow_port"
   "s3_slow_nohedge nohedge $url $slow_port"
   "local_shard_shuffle shard_shuffle $WORK/shards -"

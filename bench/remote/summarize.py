@@ -33,6 +33,12 @@ def remote_rows(path):
     return rows
 
 
+def cpu_s(rs):
+    """The median loader CPU-seconds per run, or '-' for logs without cpu_s."""
+    values = [float(r["cpu_s"]) for r in rs if "cpu_s" in r]
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
 def main():
     runs, loads, header = parse(sys.argv[1])
     remote = remote_rows(sys.argv[1])
@@ -42,8 +48,8 @@ def main():
         print(f"1-min load average during the run: {min(loads):.1f} to {max(loads):.1f}")
     print()
     print("| contender | images/s (median) | range | vs local, same order "
-          "| wait p50 ms | wait p99 ms | batch latency p99 ms |")
-    print("|---|---|---|---|---|---|---|")
+          "| loader CPU-s (median) | wait p50 ms | wait p99 ms | batch latency p99 ms |")
+    print("|---|---|---|---|---|---|---|---|")
     base = {"shuffle": "local_shuffle", "shard_shuffle": "local_shard_shuffle"}
     for name, rs in runs.items():
         rates = [float(r["images_per_s"]) for r in rs]
@@ -51,7 +57,7 @@ def main():
         ratio = (f"{median(rs, 'images_per_s') / median(runs[ref], 'images_per_s'):.2f}x"
                  if ref in runs else "-")
         print(f"| {name} | {statistics.median(rates):.1f} | {min(rates):.1f}-{max(rates):.1f} "
-              f"| {ratio} | {median(rs, 'take_p50_ms'):.1f} | {median(rs, 'take_p99_ms'):.1f} "
+              f"| {ratio} | {cpu_s(rs)} | {median(rs, 'take_p50_ms'):.1f} | {median(rs, 'take_p99_ms'):.1f} "
               f"| {median(rs, 'batch_p99_ms'):.1f} |")
     if remote:
         print()
@@ -64,11 +70,18 @@ def main():
                   f"| {median(rs, 'latency_p50_ms'):.2f} | {median(rs, 'latency_p99_ms'):.2f} |")
     print()
     pairs = [(f"{src}_{order}", f"local_{order}")
-             for src in ("s3", "moto") for order in ("shuffle", "shard_shuffle")]
+             for src in ("s3", "http", "moto") for order in ("shuffle", "shard_shuffle")]
     for s3, local in pairs:
         if s3 in runs and local in runs:
             r = median(runs[s3], "images_per_s") / median(runs[local], "images_per_s")
-            print(f"- target S3 >= 0.9x local ({s3}): {r:.2f}x, {'met' if r >= 0.9 else 'NOT met'}")
+            # Round by round (the contenders alternate), the median of the ratios.
+            per_round = [float(a["images_per_s"]) / float(b["images_per_s"])
+                         for a, b in zip(runs[s3], runs[local])]
+            what = "target S3 >= 0.9x local" if s3.startswith(("s3", "moto")) else "vs local"
+            verdict = f", {'met' if r >= 0.9 else 'NOT met'}" if what.startswith("target") else ""
+            print(f"- {what} ({s3}): {r:.2f}x by medians{verdict}; per round "
+                  f"{', '.join(f'{x:.2f}' for x in per_round)} "
+                  f"(median {statistics.median(per_round):.2f})")
     if "s3_shuffle" in runs:
         for key, what in [("take_p99_ms", "wait"), ("batch_p99_ms", "batch latency")]:
             clean = median(runs["s3_shuffle"], key)

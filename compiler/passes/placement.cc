@@ -176,6 +176,51 @@ void ChooseByPrediction(PlacementDecision& d) {
   }
 }
 
+// The CPU budget and where it came from: --cpu-budget, else
+// output.cpu_budget, else the profile's cores (none without a profile).
+void ResolveCpuBudget(const Graph& graph, const PassContext& context,
+                      const HardwareProfile* profile, PlacementDecision& d) {
+  if (context.cpu_budget_override > 0) {
+    d.cpu_budget = context.cpu_budget_override;
+    d.cpu_budget_from = "--cpu-budget";
+  } else if (int64_t b = IntParam(graph.output, "cpu_budget", -1); b > 0) {
+    d.cpu_budget = static_cast<int>(b);
+    d.cpu_budget_from = "output.cpu_budget";
+  } else if (profile != nullptr) {
+    d.cpu_budget = std::max(1, profile->cpu.cores);
+    d.cpu_budget_from = "profile cores";
+  }
+}
+
+// The reason given when no group has a valid split, naming the ops that can
+// move (those whose registry entry has OpDef::gpu_batch).
+std::string WhyNothingCanMove() {
+  std::string gpu_ops;
+  for (const OpDef* op : AllOps()) {
+    if (op->gpu_batch) gpu_ops += (gpu_ops.empty() ? "" : ", ") + op->name;
+  }
+  return "no step can move to the GPU (only deterministic pointwise ops with a batch-wide GPU "
+         "lowering — " +
+         gpu_ops +
+         " — after a static uint8 HWC image can; random ops and the resample ops have "
+         "per-sample arguments or geometry)";
+}
+
+// Sets each node's device from `split` (per group: the first GPU step, or -1
+// for all on the CPU); whether any node moved to the GPU.
+bool ApplySplit(Graph& graph, const std::vector<int>& split) {
+  bool split_any = false;
+  for (size_t g = 0; g < split.size(); ++g) {
+    const std::vector<NodeId> nodes = GroupNodes(graph, static_cast<int>(g));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const bool gpu = split[g] >= 0 && static_cast<int>(i) >= split[g];
+      graph.nodes[nodes[i]].device = gpu ? Device::kGpu : Device::kCpu;
+      split_any = split_any || gpu;
+    }
+  }
+  return split_any;
+}
+
 }  // namespace
 
 void PlaceStages(Graph& graph, PassContext& context) {
@@ -192,29 +237,11 @@ void PlaceStages(Graph& graph, PassContext& context) {
     splits[g] = GpuSplitPoints(chains[g]);
     any_movable = any_movable || !splits[g].empty();
   }
-  std::string gpu_ops;  // the ops whose entry has OpDef::gpu_batch
-  for (const OpDef* op : AllOps()) {
-    if (op->gpu_batch) gpu_ops += (gpu_ops.empty() ? "" : ", ") + op->name;
-  }
-  const std::string why_not_movable =
-      "no step can move to the GPU (only deterministic pointwise ops with a batch-wide GPU "
-      "lowering — " +
-      gpu_ops +
-      " — after a static uint8 HWC image can; random ops and the resample ops have per-sample "
-      "arguments or geometry)";
+  const std::string why_not_movable = WhyNothingCanMove();
 
   // The profile counts only with a predictor (see PassContext).
   const HardwareProfile* profile = context.predict ? context.profile : nullptr;
-  if (context.cpu_budget_override > 0) {
-    d.cpu_budget = context.cpu_budget_override;
-    d.cpu_budget_from = "--cpu-budget";
-  } else if (int64_t b = IntParam(graph.output, "cpu_budget", -1); b > 0) {
-    d.cpu_budget = static_cast<int>(b);
-    d.cpu_budget_from = "output.cpu_budget";
-  } else if (profile != nullptr) {
-    d.cpu_budget = std::max(1, profile->cpu.cores);
-    d.cpu_budget_from = "profile cores";
-  }
+  ResolveCpuBudget(graph, context, profile, d);
 
   auto add = [&](const std::vector<int>& split) {
     PlacementAlternative a;
@@ -288,17 +315,8 @@ void PlaceStages(Graph& graph, PassContext& context) {
     }
   }
 
-  // Apply the chosen split to the nodes.
-  std::vector<int> chosen_split = d.chosen >= 0 ? d.alternatives[d.chosen].gpu_from : all_cpu;
-  bool split_any = false;
-  for (size_t g = 0; g < groups; ++g) {
-    const std::vector<NodeId> nodes = GroupNodes(graph, static_cast<int>(g));
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const bool gpu = chosen_split[g] >= 0 && static_cast<int>(i) >= chosen_split[g];
-      graph.nodes[nodes[i]].device = gpu ? Device::kGpu : Device::kCpu;
-      split_any = split_any || gpu;
-    }
-  }
+  const bool split_any =
+      ApplySplit(graph, d.chosen >= 0 ? d.alternatives[d.chosen].gpu_from : all_cpu);
   d.device = split_any ? "cuda:" + std::to_string(gpu_index) : "cpu";
   graph.placement = std::move(d);
 }
