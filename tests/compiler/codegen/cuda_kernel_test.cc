@@ -122,7 +122,14 @@ const CudaBuild& Build() {
       }
 #endif
     }
-    if (out->artifact) out->library = runtime::KernelLibrary::Open(out->artifact->library);
+    if (!out->artifact) return out;
+    // The CPU kernels beside the CUDA ones would die of SIGILL on a CPU
+    // without the target's features (the kit's library travels): say so.
+    if (Status st = runtime::CheckCpuSupports(opt.cpu_targets); !st) {
+      out->library = std::unexpected(st.error());
+    } else {
+      out->library = runtime::KernelLibrary::Open(out->artifact->library);
+    }
     return out;
   }();
   return *b;
