@@ -104,20 +104,26 @@ int ParseCompileArgs(const Args& args, CompileArgs& out) {
   return ParseEmit(emit, out);
 }
 
+// Prints why `c` failed (an error, or the spec's diagnostics); true when it did.
+bool ReportFailure(const Result<Compilation>& c) {
+  if (!c) {
+    std::cerr << c.error().ToString() << "\n";
+    return true;
+  }
+  if (c->has_errors()) {
+    std::cerr << c->diagnostics();
+    return true;
+  }
+  return false;
+}
+
 // --emit=spec: the front end alone, so that the spec is printed even when a
 // later step fails. 0 on success, else 1 (printed).
 int EmitSpec(const CompileOptions& options) {
   CompileOptions parse = options;
   parse.parse_only = true;
   auto parsed = sluice::Compile(parse);
-  if (!parsed) {
-    std::cerr << parsed.error().ToString() << "\n";
-    return 1;
-  }
-  if (parsed->has_errors()) {
-    std::cerr << parsed->diagnostics();
-    return 1;
-  }
+  if (ReportFailure(parsed)) return 1;
   std::cout << EmitSpecYaml(parsed->impl().spec);
   return 0;
 }
@@ -127,18 +133,13 @@ int EmitSpec(const CompileOptions& options) {
 int Compile(const Args& args) {
   CompileArgs a;
   if (int rc = ParseCompileArgs(args, a); rc != 0 || a.help) return rc;
-  const std::string& spec_path = a.spec_path;
-  const std::string& plan_out = a.plan_out;
-  const std::string& stop_after = a.stop_after;
-  const bool have_plan_out = a.have_plan_out, emit_ir = a.emit_ir, emit_spec = a.emit_spec;
-
   CompileOptions options;
-  options.spec_path = spec_path;
+  options.spec_path = a.spec_path;
   options.profile_path = a.profile_path;
   options.cpu_budget = a.cpu_budget;
-  options.stop_after = stop_after;
-  if (emit_spec) {
-    if (int rc = EmitSpec(options); rc != 0 || !have_plan_out) return rc;
+  options.stop_after = a.stop_after;
+  if (a.emit_spec) {
+    if (int rc = EmitSpec(options); rc != 0 || !a.have_plan_out) return rc;
   }
   // On a terminal, a compile that takes more than a second shows its elapsed
   // time (through code generation: WritePlan builds kernels.so).
@@ -146,39 +147,32 @@ int Compile(const Args& args) {
   bar.StartTicker();
   bar.SetNote("front end and passes");
   auto compilation = sluice::Compile(options);
-  if (!have_plan_out || !compilation || compilation->has_errors()) bar.Finish();
-  if (!compilation) {
-    std::cerr << compilation.error().ToString() << "\n";
-    return 1;
-  }
-  if (compilation->has_errors()) {
-    std::cerr << compilation->diagnostics();
-    return 1;
-  }
-  if (emit_ir) {
+  if (!a.have_plan_out || !compilation || compilation->has_errors()) bar.Finish();
+  if (ReportFailure(compilation)) return 1;
+  if (a.emit_ir) {
     bar.Clear();  // the IR goes to stdout, which may be the same terminal
     std::cout << compilation->ir_text() << std::flush;
   }
 
-  if (have_plan_out) {
-    if (!stop_after.empty()) {
-      return UsageError("-o writes the plan after every pass; drop --emit=ir-after=" + stop_after +
+  if (a.have_plan_out) {
+    if (!a.stop_after.empty()) {
+      return UsageError("-o writes the plan after every pass; drop --emit=ir-after=" + a.stop_after +
                         " or -o");
     }
-    if (plan_out.empty()) return UsageError("-o needs a plan directory name");
+    if (a.plan_out.empty()) return UsageError("-o needs a plan directory name");
     bar.SetNote("generating kernels.so");
-    Status written = compilation->WritePlan(plan_out);
+    Status written = compilation->WritePlan(a.plan_out);
     bar.Finish();
     if (!written) {
       std::cerr << written.error().ToString() << "\n";
       return 1;
     }
-    std::cerr << "wrote " << plan_out << ": " << compilation->fusion_group_count()
-              << " fused kernel(s); see " << plan_out << "/report.txt\n";
+    std::cerr << "wrote " << a.plan_out << ": " << compilation->fusion_group_count()
+              << " fused kernel(s); see " << a.plan_out << "/report.txt\n";
     return 0;
   }
-  if (!emit_ir && !emit_spec) {
-    std::cout << spec_path << ": ok: pipeline \"" << compilation->name() << "\", "
+  if (!a.emit_ir && !a.emit_spec) {
+    std::cout << a.spec_path << ": ok: pipeline \"" << compilation->name() << "\", "
               << compilation->node_count() << " nodes; batch " << compilation->batch_summary()
               << "\n";
   }

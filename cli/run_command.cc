@@ -139,13 +139,9 @@ int ParseRunArgs(const Args& args, RunArgs& out) {
       {"--trace", &out.trace_path},
       {"--report", &out.report_path}};
   std::string error, value;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (TakeVar(args, i, out.vars, error)) {
-      if (!error.empty()) return UsageError(error);
-      continue;
-    }
-    bool taken = false;
+  // The table flag at args[i] (advancing i): -1 when it is none of them, else
+  // 0 or a usage error's exit code.
+  auto take_table_flag = [&](size_t& i) -> int {
     for (const auto& [flag, min, set] : int_flags) {
       if (!TakeValue(args, i, flag, value, error)) continue;
       if (!error.empty()) return UsageError(error);
@@ -155,18 +151,27 @@ int ParseRunArgs(const Args& args, RunArgs& out) {
                           ", got `" + value + "`");
       }
       set(n);
-      taken = true;
-      break;
+      return 0;
     }
-    for (size_t f = 0; !taken && f < file_flags.size(); ++f) {
-      const auto& [flag, path] = file_flags[f];
+    for (const auto& [flag, path] : file_flags) {
       if (!TakeValue(args, i, flag, value, error)) continue;
       if (!error.empty()) return UsageError(error);
       if (value.empty()) return UsageError(std::string(flag) + " needs a FILE");
       *path = value;
-      taken = true;
+      return 0;
     }
-    if (taken) continue;
+    return -1;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (TakeVar(args, i, out.vars, error)) {
+      if (!error.empty()) return UsageError(error);
+      continue;
+    }
+    if (int rc = take_table_flag(i); rc >= 0) {
+      if (rc != 0) return rc;
+      continue;
+    }
     if (TakeValue(args, i, "--device", value, error)) {
       if (!error.empty()) return UsageError(error);
       if (value != "cpu" && value != "cuda" && !value.starts_with("cuda:")) {

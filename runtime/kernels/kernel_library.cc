@@ -15,14 +15,20 @@ struct KernelLibrary::Handle {
   int (*reuse_device_allocations)(void*, bool) = nullptr;
   std::mutex kept_mutex;
   std::vector<std::shared_ptr<const void>> kept;  // released after dlclose
+  // Returns the runtime's cached device allocations to the driver (reuse
+  // stays on); 0, or the Halide error code. 0 without a Halide runtime.
+  int ReleaseCachedDeviceMemory() {
+    if (!dl || !device_free || !reuse_device_allocations) return 0;
+    const int rc = reuse_device_allocations(nullptr, false);
+    reuse_device_allocations(nullptr, true);
+    return rc;
+  }
   ~Handle() {
     // dlclose runs the Halide runtime's destructors (its CUDA module cache is
     // unloaded in the contexts `kept` still holds); `kept` is destroyed after.
     // The device allocations cached by the runtime go back first, while the
     // contexts they belong to still live.
-    if (dl && device_free && reuse_device_allocations) {
-      reuse_device_allocations(nullptr, false);
-    }
+    ReleaseCachedDeviceMemory();
     if (dl) dlclose(dl);
   }
 };
@@ -159,10 +165,8 @@ Result<KernelLibrary> KernelLibrary::Open(const std::string& path) {
 }
 
 Status KernelLibrary::ReleaseCachedDeviceMemory() const {
-  if (!handle_ || !handle_->device_free || !handle_->reuse_device_allocations) return Ok();
-  const int rc = handle_->reuse_device_allocations(nullptr, false);
-  handle_->reuse_device_allocations(nullptr, true);
-  if (rc != 0) {
+  if (!handle_) return Ok();
+  if (const int rc = handle_->ReleaseCachedDeviceMemory(); rc != 0) {
     return MakeError(ErrorCode::kInternal, "releasing the cached device allocations of " + path_ +
                                                " failed with Halide error code " +
                                                std::to_string(rc));
