@@ -54,6 +54,12 @@ std::vector<ParamDef> RemoteFields() {
                       "range requests prefetched at once (at most 32).",
                .default_value = VInt(16),
                .min = 1.0},
+      ParamDef{.name = "io_threads",
+               .type = ParamType::kInt,
+               .doc = "curl event loops (threads) that send the requests, each with its share of "
+                      "the connections; 0 = auto: one per 4 hardware threads, 1 to 4.",
+               .default_value = VInt(0),
+               .min = 0.0},
   };
 }
 
@@ -222,7 +228,7 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
                        .type = ParamType::kSection,
                        .doc = "URL paths: request knobs {connect_timeout_s, deadline_s, "
                               "max_retries, backoff_initial_s, backoff_max_s, hedge_delay_s, "
-                              "stall_timeout_s, max_connections} (docs/remote.md).",
+                              "stall_timeout_s, max_connections, io_threads} (docs/remote.md).",
                        .default_value = ParamValue{RemoteDefaults()},
                        .fields = RemoteFields()},
           },

@@ -5,8 +5,8 @@
 // on the calling thread), by 1 or 2 reader threads with one slot each. The
 // difference per read is the hand-off; compare it with a JPEG decode
 // (BM_DecodeJpeg in fused_kernel_bench.cc, ~1.7 ms for 500x375). Not a test:
-//   build/sluice_read_pool_bench --benchmark_repetitions=5 \
-//       --benchmark_report_aggregates_only=true
+//   build/sluice_read_pool_bench --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true   (one command line)
 #include <benchmark/benchmark.h>
 
 #include <cstring>

@@ -7,6 +7,8 @@
 #              an S3 endpoint serves GET and HEAD (signatures not checked);
 #   http       the same objects from the same nginx as plain http:// URLs
 #              (no SigV4 signing: what signing costs per request);
+#   s3_shuffle_io1, s3_shuffle_c32   s3 on one curl event loop, and with 32
+#              connections (32 prefetched requests);
 #   s3_slow_*  the same through a second nginx server that delays a random 1%
 #              of requests by 1 s, with hedging on (auto: the observed p95)
 #              and off (remote.hedge_delay_s: 0);
@@ -25,7 +27,15 @@
 #   IMAGES [(WARMUP+BATCHES+1)*256], SHARD_SIZE [32MB], ROUNDS [3], SEED [1],
 #   MOTO [1], ONLY [a regex: run only the contenders whose names match],
 #   PERF_DIR [unset: a directory for one `perf record -g` file per run],
-#   LOG [$BUILD/remote/results.log]
+#   WORK [$BUILD/remote], LOG [$WORK/results.log], PLANS_ONLY [0: 1 writes the
+#   plans into $WORK and stops], NGINX [nginx], NGINX_ECHO_MODULE
+#   [/usr/lib/nginx/modules/ngx_http_echo_module.so], PYTHON [/usr/bin/python3],
+#   LOADER_CPUS / SERVER_CPUS [unset: taskset CPU lists for the loader and for
+#   nginx, e.g. 0-1 and 2-3: a 2-core client whose server has cores of its own].
+# Without $BUILD/sluice (bench/remote/device_kit.sh: a folder to run this on
+# another machine), the shards are written by bench/remote/tar_folder.py
+# (Python's tarfile; tar_shards indexes them on first open) and the plans must
+# already be in $BUILD/remote.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -39,8 +49,16 @@ SHARD_SIZE="${SHARD_SIZE:-32MB}"
 ROUNDS="${ROUNDS:-3}"
 SEED="${SEED:-1}"
 MOTO="${MOTO:-1}"
-WORK="$BUILD/remote"
+WORK="${WORK:-$BUILD/remote}"
 LOG="${LOG:-$WORK/results.log}"
+NGINX="${NGINX:-nginx}"
+NGINX_ECHO_MODULE="${NGINX_ECHO_MODULE:-/usr/lib/nginx/modules/ngx_http_echo_module.so}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+pin() {  # pin CPU_LIST command...: taskset when CPU_LIST is set
+  local cpus="$1"
+  shift
+  if [[ -n "$cpus" ]]; then taskset -c "$cpus" "$@"; else "$@"; fi
+}
 SERVE=tests/remote/fixtures/serve.py
 
 if [[ "${1:-}" != "--no-build" ]]; then
@@ -49,26 +67,41 @@ if [[ "${1:-}" != "--no-build" ]]; then
 fi
 mkdir -p "$WORK"
 
+# Plans: shuffle (hedging auto), shuffle with hedging off, shuffle on one curl
+# event loop (io_threads 1: what the auto count of loops buys on a many-core
+# machine), shuffle with 32 connections (so 32 prefetched requests), shard_shuffle.
+spec=examples/imagenet_train_shards.yaml
+sed 's/^  order: shuffle/  order: shuffle/' "$spec" >"$WORK/shuffle.yaml"
+sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {hedge_delay_s: 0}/' "$spec" >"$WORK/nohedge.yaml"
+sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {io_threads: 1}/' "$spec" >"$WORK/shuffle_io1.yaml"
+sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {max_connections: 32}/' "$spec" >"$WORK/shuffle_c32.yaml"
+sed 's/^  order: shuffle/  order: shard_shuffle/' "$spec" >"$WORK/shard_shuffle.yaml"
+for p in shuffle nohedge shuffle_io1 shuffle_c32 shard_shuffle; do
+  if [[ -x "$BUILD/sluice" ]]; then
+    "$BUILD/sluice" compile "$WORK/$p.yaml" -o "$WORK/$p.plan" >&2
+  elif [[ ! -d "$WORK/$p.plan" ]]; then
+    echo "bench/remote: no $BUILD/sluice to compile $WORK/$p.plan" >&2
+    exit 1
+  fi
+done
+[[ "${PLANS_ONLY:-0}" != 1 ]] || exit 0
+
 STAMP="images=$IMAGES seed=$SEED shard_size=$SHARD_SIZE"
 if [[ "$(cat "$WORK/.params" 2>/dev/null)" != "$STAMP" ]]; then
   rm -rf "$WORK/folder" "$WORK/shards"
   "$BUILD/sluice_make_dataset" "$WORK/folder" --images "$IMAGES" --classes 10 --seed "$SEED" >&2
-  "$BUILD/sluice" pack "$WORK/folder" -o "$WORK/shards" --shard-size "$SHARD_SIZE" >&2
+  if [[ -x "$BUILD/sluice" ]]; then
+    "$BUILD/sluice" pack "$WORK/folder" -o "$WORK/shards" --shard-size "$SHARD_SIZE" >&2
+  else
+    "$PYTHON" bench/remote/tar_folder.py "$WORK/folder" "$WORK/shards" \
+      --shard-size "$(numfmt --from=si "${SHARD_SIZE%B}")" >&2
+  fi
   echo "$STAMP" >"$WORK/.params"
 fi
 nshards=$(find "$WORK/shards" -name 'shard-*.tar' | wc -l)
 last=$(printf '%06d' $((nshards - 1)))
 
-# Plans: shuffle (hedging auto), shuffle with hedging off, shard_shuffle.
-spec=examples/imagenet_train_shards.yaml
-sed 's/^  order: shuffle/  order: shuffle/' "$spec" >"$WORK/shuffle.yaml"
-sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {hedge_delay_s: 0}/' "$spec" >"$WORK/nohedge.yaml"
-sed 's/^  order: shuffle/  order: shard_shuffle/' "$spec" >"$WORK/shard_shuffle.yaml"
-for p in shuffle nohedge shard_shuffle; do
-  "$BUILD/sluice" compile "$WORK/$p.yaml" -o "$WORK/$p.plan" >&2
-done
-
-for tool in nginx /usr/lib/nginx/modules/ngx_http_echo_module.so; do
+for tool in "$NGINX" "$NGINX_ECHO_MODULE"; do
   if ! command -v "$tool" >/dev/null && [[ ! -e "$tool" ]]; then
     echo "bench/remote: needs nginx and its echo module: apt-get install nginx-light libnginx-mod-http-echo" >&2
     exit 1
@@ -85,7 +118,7 @@ cleanup() {
 trap cleanup EXIT
 start() {  # name args... -> $WORK/name.json holds the server's JSON line
   rm -f "$WORK/$1.json"
-  sleep infinity | /usr/bin/python3 "$SERVE" "${@:2}" >"$WORK/$1.json" &
+  sleep infinity | "$PYTHON" "$SERVE" "${@:2}" >"$WORK/$1.json" &
   pids+=($!)
   for _ in $(seq 600); do
     [[ -s "$WORK/$1.json" ]] && return 0
@@ -94,8 +127,8 @@ start() {  # name args... -> $WORK/name.json holds the server's JSON line
   echo "bench/remote: $1 did not start" >&2
   exit 1
 }
-field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
-free_port() { /usr/bin/python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
+field() { "$PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+free_port() { "$PYTHON" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
 
 # nginx: bucket "bench" = the shard directory; one server as is, one that
 # sleeps 1 s before serving a random 1% of requests (split_clients on the
@@ -106,11 +139,11 @@ ln -s "$(cd "$WORK/shards" && pwd)" "$ng/root/bench"
 nginx_port=$(free_port)
 slow_port=$(free_port)
 sed -e "s|@NG@|$ng|g" -e "s|@PORT@|$nginx_port|g" -e "s|@SLOW_PORT@|$slow_port|g" \
-  bench/remote/nginx.conf.in >"$ng/nginx.conf"
-nginx -c "$ng/nginx.conf" -e "$ng/error.log" &
+  -e "s|@ECHO_MODULE@|$NGINX_ECHO_MODULE|g" -e "s|@USER@|$(id -un)|g" bench/remote/nginx.conf.in >"$ng/nginx.conf"
+pin "${SERVER_CPUS:-}" "$NGINX" -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" &
 pids+=($!)
 for _ in $(seq 100); do
-  /usr/bin/python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',int(sys.argv[1])),1)" "$slow_port" 2>/dev/null && break
+  "$PYTHON" -c "import socket,sys; socket.create_connection(('127.0.0.1',int(sys.argv[1])),1)" "$slow_port" 2>/dev/null && break
   sleep 0.1
 done
 
@@ -131,6 +164,8 @@ CONTENDERS=(
   "local_shuffle shuffle $WORK/shards -"
   "s3_shuffle shuffle $url $nginx_port"
   "http_shuffle shuffle $http_url -"
+  "s3_shuffle_io1 shuffle_io1 $url $nginx_port"
+  "s3_shuffle_c32 shuffle_c32 $url $nginx_port"
   "s3_slow_hedge shuffle $url $slow_port"
   "s3_slow_nohedge nohedge $url $slow_port"
   "local_shard_shuffle shard_shuffle $WORK/shards -"
@@ -141,6 +176,7 @@ if [[ "$MOTO" == 1 ]]; then
 fi
 {
   echo "# $(date -u +%FT%TZ) $(uname -srm); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "# loader_cpus=${LOADER_CPUS:-all} server_cpus=${SERVER_CPUS:-all}"
   echo "# threads=$THREADS images=$IMAGES shards=$nshards shard_size=$SHARD_SIZE rounds=$ROUNDS batches=$BATCHES warmup=$WARMUP"
 } >"$LOG"
 for ((round = 1; round <= ROUNDS; ++round)); do
@@ -152,9 +188,9 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     if [[ "$port" == - ]]; then unset AWS_ENDPOINT_URL; else export AWS_ENDPOINT_URL="http://127.0.0.1:$port"; fi
     wrap=()  # PERF_DIR: profile each run (perf record -g, one file per run)
     [[ -z "${PERF_DIR:-}" ]] || wrap=(perf record -q -F 499 -g -o "$PERF_DIR/$name.$round.data" --)
-    "${wrap[@]}" "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
+    pin "${LOADER_CPUS:-}" "${wrap[@]}" "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
       --batches "$BATCHES" --warmup "$WARMUP" --name "$name" |
       sed -n -e "s/^REMOTE /REMOTE $name /p" -e '/^RESULT /p' | tee -a "$LOG" >&2
   done
 done
-/usr/bin/python3 bench/remote/summarize.py "$LOG"
+"$PYTHON" bench/remote/summarize.py "$LOG"

@@ -2,7 +2,6 @@
 #include "runtime/profile/machine_profiler.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <turbojpeg.h>
@@ -104,17 +103,6 @@ double Round4(double x) {
 }
 
 }  // namespace
-
-int UsableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
-}
 
 std::string CpuModelName() {
   std::ifstream in("/proc/cpuinfo");

@@ -18,12 +18,11 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
+#include "common/usable_cores.h"
 #include "sluice/result.h"
 
 namespace sluice::runtime {
 
-// Hardware threads this process may run on (sched_getaffinity), at least 1.
-int UsableCores();
 // /proc/cpuinfo's "model name" (empty when unknown).
 std::string CpuModelName();
 // The best kernel target this CPU runs: "avx512", "avx2" or "sse41".

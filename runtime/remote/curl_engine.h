@@ -1,9 +1,9 @@
-// One libcurl multi handle driven by one thread: the event loop under the
-// HTTP(S)/S3 store (http_store.h). Callers prepare an easy handle, Start() a
-// Transfer and wait on it; the loop runs every transfer at once over a shared
-// pool of keep-alive connections (the multi handle's connection cache), and
-// Abort() / AbortAll() end transfers promptly (curl_multi_wakeup breaks the
-// loop's poll).
+// One libcurl multi handle driven by one thread: an event loop under the
+// HTTP(S)/S3 store (http_store.h), which runs one or more of them. Callers
+// prepare an easy handle, Start() a Transfer and wait on it; the loop runs
+// every transfer at once over a shared pool of keep-alive connections (the
+// multi handle's connection cache), and Abort() / AbortAll() end transfers
+// promptly (curl_multi_wakeup breaks the loop's poll).
 //
 // Contracts:
 //  - Thread-safe: Start, Abort, AbortAll, Unpause, AcquireEasy and
@@ -34,9 +34,14 @@ struct Waiter {
   std::condition_variable cv;
 };
 
+class CurlEngine;
+
 struct Transfer {
-  // Set by the caller before Start().
+  // Set by the caller before Start(). `engine` is for the caller's own
+  // bookkeeping (which engine it started the transfer on); the engine does
+  // not read it.
   CURL* easy = nullptr;
+  CurlEngine* engine = nullptr;
   Waiter* waiter = nullptr;
   // Completion, written by the loop under waiter->mu.
   bool done = false;

@@ -8,7 +8,9 @@
 #include <cstring>
 #include <random>
 #include <string_view>
+#include <vector>
 
+#include "common/usable_cores.h"
 #include "runtime/remote/curl_engine.h"
 #include "runtime/remote/http_request.h"
 #include "runtime/remote/s3_listing.h"
@@ -62,18 +64,22 @@ class LatencyWindow {
   double cached_p95_ = 0;
 };
 
-// An attempt's easy handle, returned to the pool when the attempt is done.
+// An attempt's easy handle, returned to its engine's pool when the attempt
+// is done.
 struct EasyLease {
-  CurlEngine* engine;
   Attempt* attempt;
-  ~EasyLease() { engine->ReleaseEasy(attempt->transfer.easy); }
+  ~EasyLease() {
+    if (attempt->transfer.engine != nullptr) {
+      attempt->transfer.engine->ReleaseEasy(attempt->transfer.easy);
+    }
+  }
 };
 
 class HttpStore final : public ObjectStore {
  public:
   HttpStore(const RemoteOptions& options, std::optional<AwsConfig> aws,
-            const HttpStoreTuning& tuning, std::unique_ptr<CurlEngine> engine)
-      : options_(options), aws_(std::move(aws)), tuning_(tuning), engine_(std::move(engine)) {}
+            const HttpStoreTuning& tuning, std::vector<std::unique_ptr<CurlEngine>> engines)
+      : options_(options), aws_(std::move(aws)), tuning_(tuning), engines_(std::move(engines)) {}
 
   ~HttpStore() override { Cancel(); }
 
@@ -87,7 +93,8 @@ class HttpStore final : public ObjectStore {
  private:
   const AwsConfig* aws() const { return aws_ ? &*aws_ : nullptr; }
   RequestSetup Setup(const Target& t, Clock::time_point deadline, bool range) const;
-  // Prepares `a` for one attempt (an easy handle from the pool, options set).
+  // Prepares `a` for one attempt: the next engine (round robin), an easy
+  // handle from its pool, options set.
   Status Prepare(Attempt& a, Waiter& w, const RequestSetup& setup);
   // Starts a prepared attempt; aborts it at once when the store is cancelled.
   void Launch(Attempt& a);
@@ -126,7 +133,8 @@ class HttpStore final : public ObjectStore {
   const RemoteOptions options_;
   const std::optional<AwsConfig> aws_;
   const HttpStoreTuning tuning_;
-  std::unique_ptr<CurlEngine> engine_;
+  std::vector<std::unique_ptr<CurlEngine>> engines_;  // at least one
+  std::atomic<size_t> next_engine_{0};
   std::atomic<bool> cancelled_{false};
   std::mutex cancel_mu_;  // for the backoff sleeps
   std::condition_variable cancel_cv_;
@@ -147,18 +155,19 @@ RequestSetup HttpStore::Setup(const Target& t, Clock::time_point deadline, bool 
 
 Status HttpStore::Prepare(Attempt& a, Waiter& w, const RequestSetup& setup) {
   a.transfer.waiter = &w;
-  a.transfer.easy = engine_->AcquireEasy();
+  a.transfer.engine = engines_[next_engine_.fetch_add(1) % engines_.size()].get();
+  a.transfer.easy = a.transfer.engine->AcquireEasy();
   if (a.transfer.easy == nullptr) return MakeError(ErrorCode::kIo, "curl_easy_init failed");
   return ConfigureAttempt(a, setup);
 }
 
 void HttpStore::Launch(Attempt& a) {
-  engine_->Start(&a.transfer);
-  if (cancelled_.load()) engine_->Abort(&a.transfer);
+  a.transfer.engine->Start(&a.transfer);
+  if (cancelled_.load()) a.transfer.engine->Abort(&a.transfer);
 }
 
 void HttpStore::AbortAndWait(Attempt& a, Waiter& w) {
-  engine_->Abort(&a.transfer);
+  a.transfer.engine->Abort(&a.transfer);
   std::unique_lock<std::mutex> lock(w.mu);
   w.cv.wait(lock, [&] { return a.transfer.done; });
 }
@@ -176,11 +185,8 @@ void HttpStore::Finish(Attempt& a, Waiter& w, Clock::time_point deadline) {
 
 Outcome HttpStore::RunOne(Attempt& a, const RequestSetup& setup, const char* verb) {
   Waiter w;
-  if (auto st = Prepare(a, w, setup); !st) {
-    engine_->ReleaseEasy(a.transfer.easy);
-    return Outcome{Outcome::Kind::kFail, st.error()};
-  }
-  EasyLease lease{engine_.get(), &a};
+  EasyLease lease{&a};
+  if (auto st = Prepare(a, w, setup); !st) return Outcome{Outcome::Kind::kFail, st.error()};
   Launch(a);
   Finish(a, w, setup.deadline);
   curl_easy_getinfo(a.transfer.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &a.content_length);
@@ -311,7 +317,7 @@ Outcome HttpStore::RunHedged(const Target& t, uint64_t offset, uint64_t length, 
     if (k > 0) side[k].resize(length);
     x.dst = k == 0 ? out : side[k].data();
     auto st = Prepare(x, w, Setup(t, deadline, true));
-    lease[k].emplace(engine_.get(), &x);
+    lease[k].emplace(&x);
     if (st) Launch(x);
     launched[k] = static_cast<bool>(st);
     seen[k] = !st;
@@ -413,11 +419,10 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
   a.offset = *delivered;
   a.want = 0;  // open-ended: bytes=offset-
   if (*delivered > 0) a.if_match = *etag;
+  EasyLease lease{&a};
   if (auto st = Prepare(a, w, Setup(t, deadline, *delivered > 0)); !st) {
-    engine_->ReleaseEasy(a.transfer.easy);
     return Outcome{Outcome::Kind::kFail, st.error()};
   }
-  EasyLease lease{engine_.get(), &a};
   Launch(a);
   const auto hard = deadline + std::chrono::milliseconds(250);
   // A stall: nothing arrives for stall_timeout_s while this side waits for
@@ -447,7 +452,7 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
         unpause = true;
       }
     }
-    if (unpause) engine_->Unpause(&a.transfer);
+    if (unpause) a.transfer.engine->Unpause(&a.transfer);
     *sink_status = sink(chunk.data(), chunk.size());
     if (!*sink_status) break;
     *delivered += chunk.size();
@@ -578,7 +583,7 @@ void HttpStore::Cancel() {
     cancelled_.store(true);
   }
   cancel_cv_.notify_all();
-  engine_->AbortAll();
+  for (auto& engine : engines_) engine->AbortAll();
 }
 
 RequestStats HttpStore::stats() const {
@@ -597,18 +602,31 @@ RequestStats HttpStore::stats() const {
 
 }  // namespace
 
+int IoThreadsFor(const RemoteOptions& options, unsigned hardware_threads) {
+  const int wanted = options.io_threads > 0
+                         ? options.io_threads
+                         : std::clamp(static_cast<int>(hardware_threads / 4), 1, 4);
+  return std::clamp(wanted, 1, std::max(1, options.max_connections));
+}
+
 Result<std::shared_ptr<ObjectStore>> OpenHttpStoreWithConfig(const RemoteOptions& options,
                                                              std::optional<AwsConfig> aws,
                                                              const HttpStoreTuning& tuning) {
   if (options.max_connections < 1 || options.deadline_s <= 0 || options.max_retries < 0 ||
-      tuning.list_page_size < 1) {
+      options.io_threads < 0 || tuning.list_page_size < 1) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "remote options need max_connections >= 1, deadline_s > 0, "
-                     "max_retries >= 0");
+                     "max_retries >= 0, io_threads >= 0");
   }
-  auto engine = CurlEngine::Create(options.max_connections);
-  if (!engine) return std::unexpected(engine.error());
-  return std::make_shared<HttpStore>(options, std::move(aws), tuning, std::move(*engine));
+  // Each loop keeps its share of the idle connections (at least one).
+  const int loops = IoThreadsFor(options, static_cast<unsigned>(UsableCores()));
+  std::vector<std::unique_ptr<CurlEngine>> engines;
+  for (int i = 0; i < loops; ++i) {
+    auto engine = CurlEngine::Create((options.max_connections + loops - 1) / loops);
+    if (!engine) return std::unexpected(engine.error());
+    engines.push_back(std::move(*engine));
+  }
+  return std::make_shared<HttpStore>(options, std::move(aws), tuning, std::move(engines));
 }
 
 Result<std::shared_ptr<ObjectStore>> OpenHttpStore(std::string_view url,

@@ -1,8 +1,9 @@
 // The ObjectStore for http://, https:// and s3:// URLs (object_store.h has
 // the contracts; docs/remote.md the user-facing behaviour), over libcurl:
-//  - one curl multi handle driven by one thread (curl_engine.h), with a pool
-//    of keep-alive connections (RemoteOptions::max_connections) and easy
-//    handles reused between requests;
+//  - RemoteOptions::io_threads curl multi handles, each driven by its own
+//    thread (curl_engine.h) with its share of the keep-alive connections
+//    (RemoteOptions::max_connections); each attempt goes to the next one,
+//    round robin; easy handles are reused between requests;
 //  - S3 requests signed by curl (CURLOPT_AWS_SIGV4) with the credentials,
 //    region and endpoint of aws_config.h; listing with ListObjectsV2;
 //  - every call bounded by its deadline; retries with exponential backoff and
@@ -22,6 +23,12 @@ namespace sluice::runtime::remote {
 struct HttpStoreTuning {
   int list_page_size = 1000;  // ListObjectsV2 max-keys (S3's maximum is 1000)
 };
+
+// The curl event loops a store runs: io_threads when > 0, else one per 4
+// hardware threads the process may run on (its affinity), from 1 to 4 (a loop that signs, sends and parses every
+// request caps a busy many-core loader near 8,000 S3 range reads a second;
+// bench/RESULTS.md, remote run 8). At most max_connections.
+int IoThreadsFor(const RemoteOptions& options, unsigned hardware_threads);
 
 // A store for `url`'s scheme (http, https or s3). For s3:// the AWS
 // configuration is read now, from the environment and ~/.aws files. The store

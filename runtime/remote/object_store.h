@@ -57,6 +57,10 @@ struct RemoteOptions {
   // first undelivered byte, as a timeout; 0 = off (only the deadline).
   double stall_timeout_s = 10;
   int max_connections = 16;  // keep-alive connections kept in the pool
+  // curl event loops (threads), each with its own multi handle and its share
+  // of the max_connections pool; requests are spread over them round robin.
+  // 0 = auto (IoThreadsFor in http_store.h).
+  int io_threads = 0;
 };
 
 // Cumulative counters of one store (monotonic; safe to read at any time).

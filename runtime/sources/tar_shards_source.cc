@@ -524,6 +524,7 @@ Result<std::unique_ptr<Source>> OpenTarShardsSource(const ParamList& params) {
     o.hedge_delay_s = number("hedge_delay_s", o.hedge_delay_s);
     o.stall_timeout_s = number("stall_timeout_s", o.stall_timeout_s);
     o.max_connections = static_cast<int>(number("max_connections", o.max_connections));
+    o.io_threads = static_cast<int>(number("io_threads", o.io_threads));
   }
   // Shuffled reads keep up to one planned request per pooled connection in flight.
   options.read.prefetch_requests = options.remote.max_connections;

@@ -86,7 +86,8 @@ TEST_F(HttpStoreTest, HttpNotFoundFailsFastWithAHint) {
 }
 
 TEST_F(HttpStoreTest, FlakyProxyGivesTheSameBytesWithRetriesCounted) {
-  ServerProcess* proxy = ProxyToHttp({"--fault", "503:3:0", "--fault", "reset:5:1", "--fault", "truncate:7:2", "--fault", "429:11:4"});
+  ServerProcess* proxy = ProxyToHttp({"--fault", "503:3:0", "--fault", "reset:5:1", "--fault",
+                                      "truncate:7:2", "--fault", "429:11:4"});
   ASSERT_NE(proxy, nullptr);
   auto store = Open(proxy->url(), Fast());
   ExpectSameBytes(*store, proxy->url() + "/data/blob.bin");
@@ -239,7 +240,8 @@ TEST_F(HttpStoreTest, AHedgeThatStallsTooIsHedgedAgain) {
   // Requests 0 (the first attempt) and 1 (the first hedge) stall for 60 s,
   // beyond the 10 s deadline and with no retries: the read succeeds only if
   // a second hedge (request 2) answers for it.
-  ServerProcess* proxy = ProxyToHttp({"--fault", "delay:1000:0", "--fault", "delay:1000:1", "--delay-s", "60"});
+  ServerProcess* proxy =
+      ProxyToHttp({"--fault", "delay:1000:0", "--fault", "delay:1000:1", "--delay-s", "60"});
   ASSERT_NE(proxy, nullptr);
   RemoteOptions o = Fast();
   o.hedge_delay_s = 0.05;
@@ -393,6 +395,84 @@ TEST_F(HttpStoreTest, CancelReturnsPromptlyWithRequestsInFlight) {
   auto later = store->Stat(hole.url());
   ASSERT_FALSE(later);
   EXPECT_NE(later.error().message.find("cancelled"), std::string::npos);
+}
+
+TEST(IoThreadsForTest, ExplicitAutoAndCapped) {
+  RemoteOptions o;
+  o.io_threads = 3;
+  EXPECT_EQ(IoThreadsFor(o, 2), 3);
+  o.io_threads = 0;  // auto: one per 4 hardware threads, 1 to 4
+  EXPECT_EQ(IoThreadsFor(o, 0), 1);
+  EXPECT_EQ(IoThreadsFor(o, 2), 1);
+  EXPECT_EQ(IoThreadsFor(o, 8), 2);
+  EXPECT_EQ(IoThreadsFor(o, 16), 4);
+  EXPECT_EQ(IoThreadsFor(o, 128), 4);
+  o.max_connections = 2;  // never more loops than connections
+  EXPECT_EQ(IoThreadsFor(o, 16), 2);
+  o.io_threads = 8;
+  EXPECT_EQ(IoThreadsFor(o, 16), 2);
+}
+
+TEST_F(HttpStoreTest, SeveralIoThreadsGiveTheSameBytesAndHedgeAcrossLoops) {
+  ServerProcess& http = Http();
+  ASSERT_FALSE(HasFailure());
+  RemoteOptions o = Fast();
+  o.io_threads = 3;
+  auto store = Open(http.url(), o);
+  ExpectSameBytes(*store, http.url() + "/data/blob.bin");
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        const uint64_t offset = static_cast<uint64_t>(t * 65537 + i * 4099) % (kBlobSize - 3000);
+        std::vector<uint8_t> got(3000);
+        auto st = store->ReadRange(http.url() + "/data/blob.bin", offset, 3000, got.data());
+        if (!st || !std::equal(got.begin(), got.end(), blob_->begin() + offset)) ++bad;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(store->stats().failures, 0u);
+
+  // A stalled first request is hedged on the next loop, and the loser is
+  // aborted on its own loop.
+  ServerProcess* proxy = ProxyToHttp({"--fault", "delay:2:0", "--delay-s", "30"});
+  ASSERT_NE(proxy, nullptr);
+  o.io_threads = 2;
+  o.hedge_delay_s = 0.05;
+  auto hedged = Open(proxy->url(), o);
+  std::vector<uint8_t> got(65536);
+  const auto start = Clock::now();
+  auto st = hedged->ReadRange(proxy->url() + "/data/blob.bin", 1000, got.size(), got.data());
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_LT(SecondsSince(start), 10.0);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), blob_->begin() + 1000));
+  EXPECT_EQ(hedged->stats().hedge_wins, 1u);
+}
+
+TEST_F(HttpStoreTest, CancelEndsRequestsOnEveryIoThread) {
+  BlackHole hole;
+  RemoteOptions o = Fast();
+  o.deadline_s = 60;
+  o.io_threads = 3;
+  auto store = Open(hole.url(), o);
+  std::vector<std::thread> threads;
+  std::atomic<int> cancelled{0};
+  for (int i = 0; i < 6; ++i) {  // two requests on each loop
+    threads.emplace_back([&] {
+      std::vector<uint8_t> buf(10);
+      Status st = store->ReadRange(hole.url(), 0, 10, buf.data());
+      if (!st && st.error().message.find("cancelled") != std::string::npos) ++cancelled;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = Clock::now();
+  store->Cancel();
+  for (auto& t : threads) t.join();
+  EXPECT_LT(SecondsSince(start), 10.0);
+  EXPECT_EQ(cancelled.load(), 6);
 }
 
 TEST_F(HttpStoreTest, S3WithIamAuthentication) {
