@@ -93,9 +93,12 @@ class HttpStore final : public ObjectStore {
  private:
   const AwsConfig* aws() const { return aws_ ? &*aws_ : nullptr; }
   RequestSetup Setup(const Target& t, Clock::time_point deadline, bool range) const;
-  // Prepares `a` for one attempt: the next engine (round robin), an easy
-  // handle from its pool, options set.
-  Status Prepare(Attempt& a, Waiter& w, const RequestSetup& setup);
+  // The next engine, round robin; with several, never `avoid` (a hedge runs
+  // on another loop than the request it hedges).
+  CurlEngine* NextEngine(const CurlEngine* avoid = nullptr);
+  // Prepares `a` for one attempt on `engine` (NextEngine() when null): an
+  // easy handle from its pool, options set.
+  Status Prepare(Attempt& a, Waiter& w, const RequestSetup& setup, CurlEngine* engine = nullptr);
   // Starts a prepared attempt; aborts it at once when the store is cancelled.
   void Launch(Attempt& a);
   // Waits until `a` is done, aborting it at `deadline` (plus slack).
@@ -153,9 +156,15 @@ RequestSetup HttpStore::Setup(const Target& t, Clock::time_point deadline, bool 
   return s;
 }
 
-Status HttpStore::Prepare(Attempt& a, Waiter& w, const RequestSetup& setup) {
+CurlEngine* HttpStore::NextEngine(const CurlEngine* avoid) {
+  size_t i = next_engine_.fetch_add(1) % engines_.size();
+  if (engines_[i].get() == avoid) i = (i + 1) % engines_.size();
+  return engines_[i].get();
+}
+
+Status HttpStore::Prepare(Attempt& a, Waiter& w, const RequestSetup& setup, CurlEngine* engine) {
   a.transfer.waiter = &w;
-  a.transfer.engine = engines_[next_engine_.fetch_add(1) % engines_.size()].get();
+  a.transfer.engine = engine != nullptr ? engine : NextEngine();
   a.transfer.easy = a.transfer.engine->AcquireEasy();
   if (a.transfer.easy == nullptr) return MakeError(ErrorCode::kIo, "curl_easy_init failed");
   return ConfigureAttempt(a, setup);
@@ -316,7 +325,8 @@ Outcome HttpStore::RunHedged(const Target& t, uint64_t offset, uint64_t length, 
     x.want = length;
     if (k > 0) side[k].resize(length);
     x.dst = k == 0 ? out : side[k].data();
-    auto st = Prepare(x, w, Setup(t, deadline, true));
+    CurlEngine* engine = k == 0 ? nullptr : NextEngine(at[k - 1].transfer.engine);
+    auto st = Prepare(x, w, Setup(t, deadline, true), engine);
     lease[k].emplace(&x);
     if (st) Launch(x);
     launched[k] = static_cast<bool>(st);
