@@ -215,16 +215,16 @@ void ComposePad(const ParamList& p, SampleRng*, GeometryComposer& g) {
   g.SetFill(RoundToDType(static_cast<float>(P(p, "fill").AsFloat()), DType::kUInt8));
 }
 
-}  // namespace
+// One function per op, each returning its definition.
 
-void RegisterGeometryOps(std::vector<OpDef>& ops) {
-  // ---- resize ---------------------------------------------------------------
-  ops.push_back(OpDef{
+OpDef ResizeOp() {
+  return OpDef{
       .name = "resize",
       .op_class = OpClass::kResample,
-      .doc = "Resizes the image: size [h, w] gives an exact size; size [s] scales the shorter "
-             "side to s keeping the aspect ratio (long side = int(s * long / short)), as "
-             "torchvision.transforms.Resize.",
+      .doc =
+          "Resizes the image: size [h, w] gives an exact size; size [s] scales the shorter "
+          "side to s keeping the aspect ratio (long side = int(s * long / short)), as "
+          "torchvision.transforms.Resize.",
       .params =
           {
               SizeParam("[h, w] exact output size, or [s] (or s) for the shorter side."),
@@ -264,14 +264,16 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
       .reference = ResizeRef,
       .fusion = FusionRole::kGeometry,
       .geometry = {.compose = ComposeResize, .rescales = true},
-  });
+  };
+}
 
-  // ---- center_crop ----------------------------------------------------------
-  ops.push_back(OpDef{
+OpDef CenterCropOp() {
+  return OpDef{
       .name = "center_crop",
       .op_class = OpClass::kResample,
-      .doc = "Takes the central [h, w] region; an image smaller than that is first padded "
-             "with zeros on both sides, as torchvision.transforms.CenterCrop.",
+      .doc =
+          "Takes the central [h, w] region; an image smaller than that is first padded "
+          "with zeros on both sides, as torchvision.transforms.CenterCrop.",
       .params = {SizeParam("[h, w] output size, or [s] (or s) for a square.")},
       .infer = [](std::span<const TensorType> inputs,
                   const ParamList& p) -> Result<std::vector<TensorType>> {
@@ -283,14 +285,16 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
       .reference = CenterCropRef,
       .fusion = FusionRole::kGeometry,
       .geometry = {.compose = ComposeCenterCrop, .crops = true, .zero_fill = true},
-  });
+  };
+}
 
-  // ---- crop -----------------------------------------------------------------
-  ops.push_back(OpDef{
+OpDef CropOp() {
+  return OpDef{
       .name = "crop",
       .op_class = OpClass::kResample,
-      .doc = "Takes the fixed region at (top, left) of size height x width; parts of the "
-             "region outside the image are zeros, as torchvision.transforms.functional.crop.",
+      .doc =
+          "Takes the fixed region at (top, left) of size height x width; parts of the "
+          "region outside the image are zeros, as torchvision.transforms.functional.crop.",
       .params =
           {
               ParamDef{.name = "top",
@@ -323,14 +327,16 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
       .reference = CropRef,
       .fusion = FusionRole::kGeometry,
       .geometry = {.compose = ComposeCrop, .crops = true, .zero_fill = true},
-  });
+  };
+}
 
-  // ---- random_resized_crop --------------------------------------------------
-  ops.push_back(OpDef{
+OpDef RandomResizedCropOp() {
+  return OpDef{
       .name = "random_resized_crop",
       .op_class = OpClass::kResample,
-      .doc = "Crops a random region (area fraction from `scale`, aspect ratio log-uniform in "
-             "`ratio`) and resizes it to `size`, exactly as torchvision RandomResizedCrop.",
+      .doc =
+          "Crops a random region (area fraction from `scale`, aspect ratio log-uniform in "
+          "`ratio`) and resizes it to `size`, exactly as torchvision RandomResizedCrop.",
       .params =
           {
               SizeParam("[h, w] output size, or [s] (or s) for a square."),
@@ -387,14 +393,16 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
       .reference = RandomResizedCropRef,
       .fusion = FusionRole::kGeometry,
       .geometry = {.compose = ComposeRandomResizedCrop, .rescales = true, .crops = true},
-  });
+  };
+}
 
-  // ---- random_flip ----------------------------------------------------------
-  ops.push_back(OpDef{
+OpDef RandomFlipOp() {
+  return OpDef{
       .name = "random_flip",
       .op_class = OpClass::kResample,
-      .doc = "Mirrors the image left-right with probability `horizontal` and, independently, "
-             "top-bottom with probability `vertical`.",
+      .doc =
+          "Mirrors the image left-right with probability `horizontal` and, independently, "
+          "top-bottom with probability `vertical`.",
       .params =
           {
               ParamDef{.name = "horizontal",
@@ -420,14 +428,16 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
       .reference = RandomFlipRef,
       .fusion = FusionRole::kGeometry,
       .geometry = {.compose = ComposeRandomFlip},
-  });
+  };
+}
 
-  // ---- pad ------------------------------------------------------------------
-  ops.push_back(OpDef{
+OpDef PadOp() {
+  return OpDef{
       .name = "pad",
       .op_class = OpClass::kResample,
-      .doc = "Pads the borders, as torchvision.transforms.Pad: padding [p] on all sides, "
-             "[left/right, top/bottom], or [left, top, right, bottom].",
+      .doc =
+          "Pads the borders, as torchvision.transforms.Pad: padding [p] on all sides, "
+          "[left/right, top/bottom], or [left, top, right, bottom].",
       .params =
           {
               ParamDef{.name = "padding",
@@ -477,7 +487,18 @@ void RegisterGeometryOps(std::vector<OpDef>& ops) {
                    .fill = [](const ParamList& p) -> std::optional<double> {
                      return P(p, "fill").AsFloat();
                    }},
-  });
+  };
+}
+
+}  // namespace
+
+void RegisterGeometryOps(std::vector<OpDef>& ops) {
+  ops.push_back(ResizeOp());
+  ops.push_back(CenterCropOp());
+  ops.push_back(CropOp());
+  ops.push_back(RandomResizedCropOp());
+  ops.push_back(RandomFlipOp());
+  ops.push_back(PadOp());
 }
 
 }  // namespace sluice

@@ -90,15 +90,16 @@ ParamList CacheDefaults() {
   return out;
 }
 
-}  // namespace
+// One function per op, each returning its definition.
 
-void RegisterSourceOps(std::vector<OpDef>& ops) {
-  ops.push_back(OpDef{
+OpDef ImageFolderOp() {
+  return OpDef{
       .name = "image_folder",
       .op_class = OpClass::kSource,
-      .doc = "A directory with one subdirectory per class; each file with a .jpg, .jpeg or .png "
-             "extension (any case) is a sample, labelled by its subdirectory's index in sorted "
-             "name order.",
+      .doc =
+          "A directory with one subdirectory per class; each file with a .jpg, .jpeg or .png "
+          "extension (any case) is a sample, labelled by its subdirectory's index in sorted "
+          "name order.",
       .params = {ParamDef{.name = "path",
                           .type = ParamType::kString,
                           .doc = "Root directory; may use ${VAR}, bound at load time.",
@@ -107,13 +108,17 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
       .num_inputs = 0,
       .infer = [](std::span<const TensorType> in,
                   const ParamList&) { return InferSource("image_folder", in); },
-  });
-  ops.push_back(OpDef{
+  };
+}
+
+OpDef FileListOp() {
+  return OpDef{
       .name = "file_list",
       .op_class = OpClass::kSource,
-      .doc = "A CSV or TSV file with a header row naming a path column and an integer label "
-             "column; relative paths are resolved against the list file's directory, and must "
-             "stay under it unless allow_outside_root is set.",
+      .doc =
+          "A CSV or TSV file with a header row naming a path column and an integer label "
+          "column; relative paths are resolved against the list file's directory, and must "
+          "stay under it unless allow_outside_root is set.",
       .params =
           {
               ParamDef{.name = "path",
@@ -154,17 +159,21 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
           },
       .infer = [](std::span<const TensorType> in,
                   const ParamList&) { return InferSource("file_list", in); },
-  });
-  ops.push_back(OpDef{
+  };
+}
+
+OpDef TarShardsOp() {
+  return OpDef{
       .name = "tar_shards",
       .op_class = OpClass::kSource,
-      .doc = "WebDataset-style POSIX tar shards (written by `sluice pack`, webdataset's "
-             "ShardWriter or GNU tar): a sample is a run of consecutive members sharing a key "
-             "(KEY.jpg, KEY.cls, ...); its image is the member with an `image` extension and its "
-             "label the decimal text of the `label` member. Read through an index (index.sluice "
-             "beside the shards, else one built by scanning the shards once and cached beside "
-             "them or in the cache directory). A sample missing a field, or corrupt tar data, is "
-             "a bad sample under output.on_error.",
+      .doc =
+          "WebDataset-style POSIX tar shards (written by `sluice pack`, webdataset's "
+          "ShardWriter or GNU tar): a sample is a run of consecutive members sharing a key "
+          "(KEY.jpg, KEY.cls, ...); its image is the member with an `image` extension and its "
+          "label the decimal text of the `label` member. Read through an index (index.sluice "
+          "beside the shards, else one built by scanning the shards once and cached beside "
+          "them or in the cache directory). A sample missing a field, or corrupt tar data, is "
+          "a bad sample under output.on_error.",
       .params =
           {
               ParamDef{.name = "path",
@@ -251,7 +260,15 @@ void RegisterSourceOps(std::vector<OpDef>& ops) {
           },
       .infer = [](std::span<const TensorType> in,
                   const ParamList&) { return InferSource("tar_shards", in); },
-  });
+  };
+}
+
+}  // namespace
+
+void RegisterSourceOps(std::vector<OpDef>& ops) {
+  ops.push_back(ImageFolderOp());
+  ops.push_back(FileListOp());
+  ops.push_back(TarShardsOp());
 }
 
 }  // namespace sluice
