@@ -54,11 +54,12 @@ LOG="${LOG:-$WORK/results.log}"
 NGINX="${NGINX:-nginx}"
 NGINX_ECHO_MODULE="${NGINX_ECHO_MODULE:-/usr/lib/nginx/modules/ngx_http_echo_module.so}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
-pin() {  # pin CPU_LIST command...: taskset when CPU_LIST is set
-  local cpus="$1"
-  shift
-  if [[ -n "$cpus" ]]; then taskset -c "$cpus" "$@"; else "$@"; fi
-}
+# Command prefixes that pin the loader and nginx (taskset execs the command,
+# so $! stays the server's pid).
+loader_pin=()
+server_pin=()
+[[ -z "${LOADER_CPUS:-}" ]] || loader_pin=(taskset -c "$LOADER_CPUS")
+[[ -z "${SERVER_CPUS:-}" ]] || server_pin=(taskset -c "$SERVER_CPUS")
 SERVE=tests/remote/fixtures/serve.py
 
 if [[ "${1:-}" != "--no-build" ]]; then
@@ -94,7 +95,7 @@ if [[ "$(cat "$WORK/.params" 2>/dev/null)" != "$STAMP" ]]; then
     "$BUILD/sluice" pack "$WORK/folder" -o "$WORK/shards" --shard-size "$SHARD_SIZE" >&2
   else
     "$PYTHON" bench/remote/tar_folder.py "$WORK/folder" "$WORK/shards" \
-      --shard-size "$(numfmt --from=si "${SHARD_SIZE%B}")" >&2
+      --shard-size "$(size="${SHARD_SIZE%B}" && numfmt --from=iec "${size%i}")" >&2  # MB = MiB, as pack
   fi
   echo "$STAMP" >"$WORK/.params"
 fi
@@ -138,9 +139,14 @@ rm -rf "$ng" && mkdir -p "$ng/root" "$ng/tmp"
 ln -s "$(cd "$WORK/shards" && pwd)" "$ng/root/bench"
 nginx_port=$(free_port)
 slow_port=$(free_port)
+# As root, the workers must read the shards as root too (nginx's default
+# user, nobody, may not reach them); otherwise nginx ignores `user`.
+user_line=""
+[[ "$(id -u)" != 0 ]] || user_line="user root;"
 sed -e "s|@NG@|$ng|g" -e "s|@PORT@|$nginx_port|g" -e "s|@SLOW_PORT@|$slow_port|g" \
-  -e "s|@ECHO_MODULE@|$NGINX_ECHO_MODULE|g" -e "s|@USER@|$(id -un)|g" bench/remote/nginx.conf.in >"$ng/nginx.conf"
-pin "${SERVER_CPUS:-}" "$NGINX" -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" &
+  -e "s|@ECHO_MODULE@|$NGINX_ECHO_MODULE|g" -e "s|@USER_LINE@|$user_line|g" \
+  bench/remote/nginx.conf.in >"$ng/nginx.conf"
+"${server_pin[@]}" "$NGINX" -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log" &
 pids+=($!)
 for _ in $(seq 100); do
   "$PYTHON" -c "import socket,sys; socket.create_connection(('127.0.0.1',int(sys.argv[1])),1)" "$slow_port" 2>/dev/null && break
@@ -188,7 +194,7 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     if [[ "$port" == - ]]; then unset AWS_ENDPOINT_URL; else export AWS_ENDPOINT_URL="http://127.0.0.1:$port"; fi
     wrap=()  # PERF_DIR: profile each run (perf record -g, one file per run)
     [[ -z "${PERF_DIR:-}" ]] || wrap=(perf record -q -F 499 -g -o "$PERF_DIR/$name.$round.data" --)
-    pin "${LOADER_CPUS:-}" "${wrap[@]}" "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
+    "${loader_pin[@]}" "${wrap[@]}" "$BUILD/sluice_e2e_loader" "$WORK/$plan.plan" "$data" --threads "$THREADS" \
       --batches "$BATCHES" --warmup "$WARMUP" --name "$name" |
       sed -n -e "s/^REMOTE /REMOTE $name /p" -e '/^RESULT /p' | tee -a "$LOG" >&2
   done

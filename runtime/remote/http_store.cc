@@ -628,11 +628,12 @@ Result<std::shared_ptr<ObjectStore>> OpenHttpStoreWithConfig(const RemoteOptions
                      "remote options need max_connections >= 1, deadline_s > 0, "
                      "max_retries >= 0, io_threads >= 0");
   }
-  // Each loop keeps its share of the idle connections (at least one).
+  // Each loop keeps its share of the idle connections, rounded up.
   const int loops = IoThreadsFor(options, static_cast<unsigned>(UsableCores()));
+  const int share = options.max_connections / loops + (options.max_connections % loops != 0);
   std::vector<std::unique_ptr<CurlEngine>> engines;
   for (int i = 0; i < loops; ++i) {
-    auto engine = CurlEngine::Create((options.max_connections + loops - 1) / loops);
+    auto engine = CurlEngine::Create(share);
     if (!engine) return std::unexpected(engine.error());
     engines.push_back(std::move(*engine));
   }

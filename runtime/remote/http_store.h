@@ -25,9 +25,11 @@ struct HttpStoreTuning {
 };
 
 // The curl event loops a store runs: io_threads when > 0, else one per 4
-// hardware threads the process may run on (its affinity), from 1 to 4 (a loop that signs, sends and parses every
-// request caps a busy many-core loader near 8,000 S3 range reads a second;
-// bench/RESULTS.md, remote run 8). At most max_connections.
+// hardware threads the process may run on (its affinity), from 1 to 4 (one
+// loop that signs, sends and parses every request capped a busy 16-core
+// loader near 8,000 S3 range reads a second; bench/RESULTS.md, remote run 8).
+// At most max_connections. Each loop keeps max_connections / loops idle
+// connections, rounded up.
 int IoThreadsFor(const RemoteOptions& options, unsigned hardware_threads);
 
 // A store for `url`'s scheme (http, https or s3). For s3:// the AWS

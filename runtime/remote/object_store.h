@@ -59,7 +59,7 @@ struct RemoteOptions {
   int max_connections = 16;  // keep-alive connections kept in the pool
   // curl event loops (threads), each with its own multi handle and its share
   // of the max_connections pool; requests are spread over them round robin.
-  // 0 = auto (IoThreadsFor in http_store.h).
+  // 0 = auto (IoThreadsFor in http_store.h); at most 64 from a spec.
   int io_threads = 0;
 };
 
