@@ -21,8 +21,9 @@ namespace fs = std::filesystem;
 
 bool ValidSymbol(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+  });
 }
 
 // Runs a shell command, returning its combined output and exit status.
@@ -140,11 +141,11 @@ bool HalideHasCuda() {
   return has;
 }
 
-Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
-                                      const std::string& out_dir, const CodegenOptions& options) {
-  if (options.cpu_targets.empty()) {
-    return MakeError(ErrorCode::kInvalidArgument, "no CPU targets to compile kernels for");
-  }
+namespace {
+
+// Every chain has a unique C symbol and is in fusable form (and a valid GPU
+// split when it has one).
+Status CheckChains(const std::vector<FusedChain>& chains) {
   std::set<std::string> seen;
   for (const FusedChain& chain : chains) {
     if (!ValidSymbol(chain.symbol) || !seen.insert(chain.symbol).second) {
@@ -154,134 +155,131 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
     SLUICE_RETURN_IF_ERROR(CheckFusable(chain));
     if (chain.gpu_from >= 0) SLUICE_RETURN_IF_ERROR(CheckGpuSplit(chain));
   }
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  const fs::path dir = fs::absolute(out_dir, ec);
-  const fs::path work = dir / "kernels.build";
-  fs::create_directories(work, ec);
-  if (ec) return MakeError(ErrorCode::kIo, "cannot create " + work.string() + ": " + ec.message());
+  return Ok();
+}
 
-  KernelArtifact art;
-  art.cpu_targets = options.cpu_targets;
-  for (const char* name : kKernelArgNames) art.arg_names.push_back(name);
+// The Halide targets of one build: the CPU targets best-first, and the CUDA
+// target when CUDA is asked for and this Halide can generate it (else
+// `cuda` is false and art.cuda_note says why).
+struct BuildTargets {
+  std::vector<Halide::Target> cpu;
+  bool cuda = false;
+  Halide::Target cuda_target;
+};
 
+Result<BuildTargets> ResolveTargets(const CodegenOptions& options, KernelArtifact& art) {
+  BuildTargets t;
   // Halide picks the first target (in list order) the CPU supports and treats the
   // last as the baseline, so pass them best-first; options list the baseline first.
-  std::vector<Halide::Target> targets;
   SLUICE_RETURN_IF_ERROR(CatchHalide("parsing CPU targets", [&] {
     for (auto it = options.cpu_targets.rbegin(); it != options.cpu_targets.rend(); ++it) {
-      targets.push_back(Halide::Target(*it).with_feature(Halide::Target::NoRuntime));
+      t.cpu.push_back(Halide::Target(*it).with_feature(Halide::Target::NoRuntime));
     }
   }));
-  bool cuda = options.cuda;
-  Halide::Target cuda_target;
-  if (cuda && !HalideHasCuda()) {
-    cuda = false;
+  t.cuda = options.cuda;
+  if (t.cuda && !HalideHasCuda()) {
+    t.cuda = false;
     art.cuda_note =
         "this Halide build cannot generate CUDA (PTX) code (LLVM without the NVPTX target); "
         "CUDA kernels were not built";
   }
-  if (cuda) {
+  if (t.cuda) {
     SLUICE_RETURN_IF_ERROR(CatchHalide("parsing the CUDA target", [&] {
-      cuda_target = Halide::Target(options.cuda_target).with_feature(Halide::Target::NoRuntime);
+      t.cuda_target = Halide::Target(options.cuda_target).with_feature(Halide::Target::NoRuntime);
     }));
   }
+  return t;
+}
 
-  std::vector<std::string> archives;
-  for (const FusedChain& chain : chains) {
-    KernelArtifact::Kernel k{chain.symbol, "", "", "", {}};
-    // Fail early (with a clear error) before Halide starts compiling.
-    if (auto probe = codegen_internal::BuildChainPipeline(chain, /*gpu=*/false, targets.back());
-        !probe) {
-      return std::unexpected(probe.error());
-    }
-    const std::string prefix = (work / chain.symbol).string();
-    SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + chain.symbol + "` for the CPU", [&] {
-      // compile_multitarget with the symbol given explicitly: the Func's own
-      // name is uniquified per process by Halide (a second plan compiled in
-      // the same process, e.g. from Python, would export sluice_chain_0_1).
-      // The pipeline is built once per target so its schedule can use what
-      // that target has.
-      Halide::compile_multitarget(
-          chain.symbol,
-          {{Halide::OutputFileType::c_header, prefix + ".h"},
-           {Halide::OutputFileType::static_library, prefix + ".a"}},
-          targets, {}, [&](const std::string& fn, const Halide::Target& t) {
-            auto cpu = codegen_internal::BuildChainPipeline(chain, /*gpu=*/false, t);
-            if (!cpu) throw std::runtime_error(cpu.error().message);
-            return cpu->pipeline.compile_to_module(cpu->args, fn, t);
-          });
-    }));
-    archives.push_back(prefix + ".a");
-    if (cuda) {
-      auto gpu = codegen_internal::BuildChainPipeline(chain, /*gpu=*/true, cuda_target);
-      if (!gpu) return std::unexpected(gpu.error());
-      k.cuda_symbol = chain.symbol + kCudaSuffix;
-      const std::string gprefix = (work / k.cuda_symbol).string();
-      SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + chain.symbol + "` for CUDA", [&] {
-        gpu->pipeline.compile_to_static_library(gprefix, gpu->args, k.cuda_symbol, cuda_target);
-      }));
-      archives.push_back(gprefix + ".a");
-    }
-    if (cuda && chain.gpu_from >= 0) {
-      // Split group: the CPU part (multitarget, like the whole chain) and the
-      // batch-wide CUDA tail.
-      auto part = CpuPartChain(chain);
-      if (!part) return std::unexpected(part.error());
-      auto batch = codegen_internal::BuildGpuBatchPipeline(chain, cuda_target);
-      if (!batch) return std::unexpected(batch.error());
-      const std::string pprefix = (work / part->symbol).string();
-      SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + part->symbol + "` for the CPU", [&] {
-        Halide::compile_multitarget(
-            part->symbol,
-            {{Halide::OutputFileType::c_header, pprefix + ".h"},
-             {Halide::OutputFileType::static_library, pprefix + ".a"}},
-            targets, {}, [&](const std::string& fn, const Halide::Target& t) {
-              auto cpu = codegen_internal::BuildChainPipeline(*part, /*gpu=*/false, t);
-              if (!cpu) throw std::runtime_error(cpu.error().message);
-              return cpu->pipeline.compile_to_module(cpu->args, fn, t);
-            });
-      }));
-      archives.push_back(pprefix + ".a");
-      const std::string bsym = chain.symbol + kGpuBatchSuffix;
-      const std::string bprefix = (work / bsym).string();
-      SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + bsym + "` for CUDA", [&] {
-        batch->pipeline.compile_to_static_library(bprefix, batch->args, bsym, cuda_target);
-      }));
-      archives.push_back(bprefix + ".a");
-      k.cpu_part_symbol = part->symbol;
-      k.gpu_batch_symbol = bsym;
-      k.staging = part->output;
-    }
-    art.kernels.push_back(std::move(k));
+// `chain` for every CPU target into PREFIX.a (and .h), exporting `chain.symbol`.
+Status CompileCpuMultitarget(const FusedChain& chain, const std::string& prefix,
+                             const std::vector<Halide::Target>& targets) {
+  return CatchHalide("compiling `" + chain.symbol + "` for the CPU", [&] {
+    // compile_multitarget with the symbol given explicitly: the Func's own
+    // name is uniquified per process by Halide (a second plan compiled in
+    // the same process, e.g. from Python, would export sluice_chain_0_1).
+    // The pipeline is built once per target so its schedule can use what
+    // that target has.
+    Halide::compile_multitarget(chain.symbol,
+                                {{Halide::OutputFileType::c_header, prefix + ".h"},
+                                 {Halide::OutputFileType::static_library, prefix + ".a"}},
+                                targets, {}, [&](const std::string& fn, const Halide::Target& t) {
+                                  auto cpu =
+                                      codegen_internal::BuildChainPipeline(chain, /*gpu=*/false, t);
+                                  if (!cpu) throw std::runtime_error(cpu.error().message);
+                                  return cpu->pipeline.compile_to_module(cpu->args, fn, t);
+                                });
+  });
+}
+
+// One chain's archives (appended to `archives`) and its kernel entry: the CPU
+// kernel, its CUDA twin, and for a split chain the CPU part and the
+// batch-wide CUDA tail.
+Result<KernelArtifact::Kernel> CompileChain(const FusedChain& chain, const fs::path& work,
+                                            const BuildTargets& t,
+                                            std::vector<std::string>& archives) {
+  KernelArtifact::Kernel k{chain.symbol, "", "", "", {}};
+  // Fail early (with a clear error) before Halide starts compiling.
+  if (auto probe = codegen_internal::BuildChainPipeline(chain, /*gpu=*/false, t.cpu.back());
+      !probe) {
+    return std::unexpected(probe.error());
   }
-  if (cuda) art.cuda_target = options.cuda_target;
-
-  // One Halide runtime for the whole library: the baseline CPU target, plus CUDA.
-  const std::string runtime_obj = (work / "halide_runtime.o").string();
-  SLUICE_RETURN_IF_ERROR(CatchHalide("compiling the Halide runtime", [&] {
-    Halide::Target rt(options.cpu_targets.front());
-    if (cuda) rt = rt.with_feature(Halide::Target::CUDA);
-    Halide::compile_standalone_runtime(runtime_obj, rt);
+  const std::string prefix = (work / chain.symbol).string();
+  SLUICE_RETURN_IF_ERROR(CompileCpuMultitarget(chain, prefix, t.cpu));
+  archives.push_back(prefix + ".a");
+  if (!t.cuda) return k;
+  auto gpu = codegen_internal::BuildChainPipeline(chain, /*gpu=*/true, t.cuda_target);
+  if (!gpu) return std::unexpected(gpu.error());
+  k.cuda_symbol = chain.symbol + kCudaSuffix;
+  const std::string gprefix = (work / k.cuda_symbol).string();
+  SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + chain.symbol + "` for CUDA", [&] {
+    gpu->pipeline.compile_to_static_library(gprefix, gpu->args, k.cuda_symbol, t.cuda_target);
   }));
+  archives.push_back(gprefix + ".a");
+  if (chain.gpu_from < 0) return k;
+  // Split group: the CPU part (multitarget, like the whole chain) and the
+  // batch-wide CUDA tail.
+  auto part = CpuPartChain(chain);
+  if (!part) return std::unexpected(part.error());
+  auto batch = codegen_internal::BuildGpuBatchPipeline(chain, t.cuda_target);
+  if (!batch) return std::unexpected(batch.error());
+  const std::string pprefix = (work / part->symbol).string();
+  SLUICE_RETURN_IF_ERROR(CompileCpuMultitarget(*part, pprefix, t.cpu));
+  archives.push_back(pprefix + ".a");
+  const std::string bsym = chain.symbol + kGpuBatchSuffix;
+  const std::string bprefix = (work / bsym).string();
+  SLUICE_RETURN_IF_ERROR(CatchHalide("compiling `" + bsym + "` for CUDA", [&] {
+    batch->pipeline.compile_to_static_library(bprefix, batch->args, bsym, t.cuda_target);
+  }));
+  archives.push_back(bprefix + ".a");
+  k.cpu_part_symbol = part->symbol;
+  k.gpu_batch_symbol = bsym;
+  k.staging = part->output;
+  return k;
+}
 
-  std::string shim_obj;
-  if (cuda) {
-    const std::string shim_src = (work / "sluice_cuda_shim.cc").string();
-    shim_obj = (work / "sluice_cuda_shim.o").string();
-    FILE* f = std::fopen(shim_src.c_str(), "w");
-    if (f == nullptr) return MakeError(ErrorCode::kIo, "cannot write " + shim_src);
-    const bool wrote = std::fputs(kCudaShimSource, f) >= 0;
-    if (std::fclose(f) != 0 || !wrote) return MakeError(ErrorCode::kIo, "cannot write " + shim_src);
-    const std::string cc = Quote(options.cxx) + " -std=c++17 -O2 -fPIC -c -o " + Quote(shim_obj) +
-                           " " + Quote(shim_src);
-    auto [src, sout] = RunCommand(cc);
-    if (src != 0) {
-      return MakeError(ErrorCode::kInternal, "compiling the CUDA shim failed: " + cc + "\n" + sout);
-    }
+// The CUDA context shim (kCudaShimSource), compiled into WORK; its object.
+Result<std::string> CompileCudaShim(const CodegenOptions& options, const fs::path& work) {
+  const std::string shim_src = (work / "sluice_cuda_shim.cc").string();
+  const std::string shim_obj = (work / "sluice_cuda_shim.o").string();
+  FILE* f = std::fopen(shim_src.c_str(), "w");
+  if (f == nullptr) return MakeError(ErrorCode::kIo, "cannot write " + shim_src);
+  const bool wrote = std::fputs(kCudaShimSource, f) >= 0;
+  if (std::fclose(f) != 0 || !wrote) return MakeError(ErrorCode::kIo, "cannot write " + shim_src);
+  const std::string cc =
+      Quote(options.cxx) + " -std=c++17 -O2 -fPIC -c -o " + Quote(shim_obj) + " " + Quote(shim_src);
+  auto [src, sout] = RunCommand(cc);
+  if (src != 0) {
+    return MakeError(ErrorCode::kInternal, "compiling the CUDA shim failed: " + cc + "\n" + sout);
   }
+  return shim_obj;
+}
 
-  const std::string lib = (dir / "kernels.so").string();
+// Links the archives, the runtime and the shim (if any) into LIB, written
+// whole or not at all (through LIB.tmp and a rename).
+Status LinkKernelLibrary(const CodegenOptions& options, const std::string& lib,
+                         const std::vector<std::string>& archives, const std::string& runtime_obj,
+                         const std::string& shim_obj) {
   const std::string tmp_lib = lib + ".tmp";
   std::string cmd = Quote(options.cxx) + " -shared -o " + Quote(tmp_lib) + " -Wl,--whole-archive";
   for (const std::string& a : archives) cmd += " " + Quote(a);
@@ -292,8 +290,56 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
   if (rc != 0) {
     return MakeError(ErrorCode::kInternal, "linking kernels.so failed: " + cmd + "\n" + output);
   }
+  std::error_code ec;
   fs::rename(tmp_lib, lib, ec);
   if (ec) return MakeError(ErrorCode::kIo, "cannot write " + lib + ": " + ec.message());
+  return Ok();
+}
+
+}  // namespace
+
+Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
+                                      const std::string& out_dir, const CodegenOptions& options) {
+  if (options.cpu_targets.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "no CPU targets to compile kernels for");
+  }
+  SLUICE_RETURN_IF_ERROR(CheckChains(chains));
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  const fs::path dir = fs::absolute(out_dir, ec);
+  const fs::path work = dir / "kernels.build";
+  fs::create_directories(work, ec);
+  if (ec) return MakeError(ErrorCode::kIo, "cannot create " + work.string() + ": " + ec.message());
+
+  KernelArtifact art;
+  art.cpu_targets = options.cpu_targets;
+  for (const char* name : kKernelArgNames) art.arg_names.push_back(name);
+  auto targets = ResolveTargets(options, art);
+  if (!targets) return std::unexpected(targets.error());
+
+  std::vector<std::string> archives;
+  for (const FusedChain& chain : chains) {
+    auto k = CompileChain(chain, work, *targets, archives);
+    if (!k) return std::unexpected(k.error());
+    art.kernels.push_back(std::move(*k));
+  }
+  if (targets->cuda) art.cuda_target = options.cuda_target;
+
+  // One Halide runtime for the whole library: the baseline CPU target, plus CUDA.
+  const std::string runtime_obj = (work / "halide_runtime.o").string();
+  SLUICE_RETURN_IF_ERROR(CatchHalide("compiling the Halide runtime", [&] {
+    Halide::Target rt(options.cpu_targets.front());
+    if (targets->cuda) rt = rt.with_feature(Halide::Target::CUDA);
+    Halide::compile_standalone_runtime(runtime_obj, rt);
+  }));
+  std::string shim_obj;
+  if (targets->cuda) {
+    auto shim = CompileCudaShim(options, work);
+    if (!shim) return std::unexpected(shim.error());
+    shim_obj = std::move(*shim);
+  }
+  const std::string lib = (dir / "kernels.so").string();
+  SLUICE_RETURN_IF_ERROR(LinkKernelLibrary(options, lib, archives, runtime_obj, shim_obj));
   fs::remove_all(work, ec);
   art.library = lib;
   return art;
