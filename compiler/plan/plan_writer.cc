@@ -381,17 +381,12 @@ json PlanJson(const Graph& graph, const std::string& spec_text, const KernelReco
   return BuildPlanDocument(graph, spec_text, kernels, profile).ToJson();
 }
 
-std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
-                       const HardwareProfile* profile) {
-  std::string r;
-  r += "sluice plan report: " + graph.name + "\n";
-  r += "spec: " + graph.spec_file + "\n";
-  r += "compiler: sluice " + std::string(SLUICE_VERSION) + ", plan format " +
-       std::to_string(pf::kFormatVersion) + "\n\n";
+namespace {
 
-  const int count = CountFusionGroups(graph);
-  const std::vector<ReferenceFieldChain> references = BuildReferenceChains(graph);
-  r += "fusion groups: " + std::to_string(count) + "\n";
+// The report's "fusion groups" section: per group, its kernel, input, ops,
+// output and decode pushdown.
+std::string ReportFusionGroups(const Graph& graph, const KernelRecord& kernels, int count) {
+  std::string r = "fusion groups: " + std::to_string(count) + "\n";
   for (int g = 0; g < count; ++g) {
     FusedChain chain = ChainForGroup(graph, g);
     std::vector<const Node*> members;
@@ -436,7 +431,12 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
       }
     }
   }
+  return r;
+}
 
+// Resample and pointwise ops left out of every group, and the batch fields
+// that run on the reference implementations ("" when there are none).
+std::string ReportUnfused(const Graph& graph, const std::vector<ReferenceFieldChain>& references) {
   std::string unfused;
   for (const Node& node : graph.nodes) {
     if (!node.op || node.fusion_group >= 0) continue;
@@ -445,52 +445,52 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
       unfused += "  " + NodeWhere(node) + "\n";
     }
   }
-  if (!unfused.empty() || !references.empty()) {
-    r += "\nunfused ops (run on the reference implementations):\n" + unfused;
-    for (const ReferenceFieldChain& ref : references) {
-      r += "  batch field `" + ref.field + "` runs per sample on the reference implementations: " +
-           NodeWhere(graph.nodes[ref.decode]);
-      for (NodeId n : ref.nodes) r += " -> " + NodeWhere(graph.nodes[n]);
-      r += ", " + ref.chain.input.ToString() + " -> " + ref.chain.output.ToString() + "; about " +
-           Fixed(kReferenceSlowdown, 0) +
-           "x slower than a fused kernel, and the whole image is decoded (no region of "
-           "interest)\n";
-    }
+  if (unfused.empty() && references.empty()) return "";
+  std::string r = "\nunfused ops (run on the reference implementations):\n" + unfused;
+  for (const ReferenceFieldChain& ref : references) {
+    r += "  batch field `" + ref.field + "` runs per sample on the reference implementations: " +
+         NodeWhere(graph.nodes[ref.decode]);
+    for (NodeId n : ref.nodes) r += " -> " + NodeWhere(graph.nodes[n]);
+    r += ", " + ref.chain.input.ToString() + " -> " + ref.chain.output.ToString() + "; about " +
+         Fixed(kReferenceSlowdown, 0) +
+         "x slower than a fused kernel, and the whole image is decoded (no region of "
+         "interest)\n";
   }
-  if (!graph.notes.empty()) {
-    r += "\nnotes:\n";
-    for (const std::string& note : graph.notes) r += "  - " + note + "\n";
-  }
+  return r;
+}
 
-  const EffectivePlacement placement = Effective(graph, kernels, profile);
-  const PlacementDecision& d = graph.placement;
-  if (placement.device == "cpu") {
-    r += "\nplacement: every stage on cpu; " + placement.reason + "\n";
-  } else {
-    r += "\nplacement: " + placement.device + "; " + placement.reason + "\n";
-    for (int g = 0; g < count; ++g) {
-      const int k = placement.gpu_from[g];
-      if (k < 0) continue;
-      FusedChain chain = ChainForGroup(graph, g);
-      std::vector<TensorType> types = ChainStepTypes(chain);
-      std::string ops;
-      for (size_t i = k; i < chain.steps.size(); ++i)
-        ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
-      r += "  group " + std::to_string(g) + ": steps " + std::to_string(k) + ".. (" + ops +
-           ") run batch-wide on the GPU";
-      if (k <= static_cast<int>(types.size())) {
-        r += "; the CPU writes " + types[k - 1].ToString() + " (" +
-             Fixed(static_cast<double>(types[k - 1].dims[0] * types[k - 1].dims[1] *
-                                       types[k - 1].dims[2]),
-                   0) +
-             " bytes/sample) into pinned staging, which crosses the bus";
-      }
-      r += "\n";
+// Where the stages run; with a GPU split, what each group hands over.
+std::string ReportPlacement(const Graph& graph, const EffectivePlacement& placement, int count) {
+  if (placement.device == "cpu")
+    return "\nplacement: every stage on cpu; " + placement.reason + "\n";
+  std::string r = "\nplacement: " + placement.device + "; " + placement.reason + "\n";
+  for (int g = 0; g < count; ++g) {
+    const int k = placement.gpu_from[g];
+    if (k < 0) continue;
+    FusedChain chain = ChainForGroup(graph, g);
+    std::vector<TensorType> types = ChainStepTypes(chain);
+    std::string ops;
+    for (size_t i = k; i < chain.steps.size(); ++i)
+      ops += (ops.empty() ? "" : ", ") + chain.steps[i].op->name;
+    r += "  group " + std::to_string(g) + ": steps " + std::to_string(k) + ".. (" + ops +
+         ") run batch-wide on the GPU";
+    if (k <= static_cast<int>(types.size())) {
+      r += "; the CPU writes " + types[k - 1].ToString() + " (" +
+           Fixed(static_cast<double>(types[k - 1].dims[0] * types[k - 1].dims[1] *
+                                     types[k - 1].dims[2]),
+                 0) +
+           " bytes/sample) into pinned staging, which crosses the bus";
     }
+    r += "\n";
   }
+  return r;
+}
+
+// The kernel library: size, hash, CPU targets and CUDA.
+std::string ReportKernels(const KernelRecord& kernels) {
   const BuiltKernels& a = kernels.artifact;
-  r += "kernels: " + std::string(pf::kKernelsFile) + " (" + std::to_string(kernels.bytes) +
-       " bytes, " + kernels.hash + ")\n  CPU targets:";
+  std::string r = "kernels: " + std::string(pf::kKernelsFile) + " (" +
+                  std::to_string(kernels.bytes) + " bytes, " + kernels.hash + ")\n  CPU targets:";
   for (const std::string& t : a.cpu_targets) r += " " + t;
   if (a.cpu_targets.empty()) r += " none";
   r += "\n  CUDA: " +
@@ -498,62 +498,91 @@ std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
             ? "not built" + (a.cuda_note.empty() ? std::string() : " (" + a.cuda_note + ")")
             : a.cuda_target) +
        "\n";
+  return r;
+}
+
+// The cost model's per-sample prediction and the placements it weighed.
+std::string ReportCost(const Graph& graph, const EffectivePlacement& placement,
+                       const HardwareProfile* profile,
+                       const std::vector<ReferenceFieldChain>& references) {
   if (profile == nullptr) {
-    r += "cost model: no hardware profile given (compile with --profile hw.yaml, measured by "
-         "`sluice profile`); no per-sample cost prediction\n";
-  } else if (placement.cost) {
-    const CostPrediction& c = *placement.cost;
-    const HardwareProfile& hw = *profile;
-    r += "cost model (docs/cost_model.md), profile: " +
-         (hw.machine.empty() ? std::string("unnamed") : hw.machine) + "\n";
-    r += "  image: " + Fixed(c.shape.width, 0) + "x" + Fixed(c.shape.height, 0) + ", " +
-         Fixed(c.shape.file_bytes, 0) + " bytes" +
-         (c.shape.from_profile ? " (the profile's dataset means)"
-                               : " (assumed: ImageNet's typical)") +
-         "\n";
-    r += "  per sample on one CPU core: read " + Ms(c.read_s) + " + decode " + Ms(c.decode_s);
-    if (!references.empty()) {
-      r += " (the whole image: a batch field runs on the reference implementations)";
-    } else if (!c.decode_regions.empty()) {
-      const DecodeRegion& reg = c.decode_regions.front();
-      r += " (region of interest: Huffman over " + Fixed(100 * reg.rows_fraction, 0) +
-           "% of the rows, IDCT/colour over " + Fixed(100 * reg.area_fraction, 0) +
-           "% of the area -> " + Fixed(100 * reg.effective_fraction, 0) + "% of a full decode)";
-    }
-    r += " + fused kernels " + Ms(c.kernel_cpu_s);
-    if (c.reference_cpu_s > 0) r += " + reference chains " + Ms(c.reference_cpu_s);
-    r += " = " + Ms(c.cpu_s) + "\n";
-    if (hw.gpu || c.gpu_s > 0 || c.h2d_bytes > 0) {
-      r += "  GPU " + Ms(c.gpu_s) + " per sample; host-to-device " + Fixed(c.h2d_bytes, 0) +
-           " bytes per sample";
-      if (c.trainer_h2d_bytes > 0 && hw.gpu) {
-        r += " (batches are handed over in host memory; a trainer on the GPU copies " +
-             Fixed(c.trainer_h2d_bytes, 0) + " bytes per sample itself)";
-      }
-      r += "\n";
-    } else {
-      r += "  no GPU in the profile: nothing on the GPU, nothing over the bus\n";
-    }
-    r += "  predicted: " + DescribePrediction(c) + "; CPU budget " + std::to_string(d.cpu_budget) +
-         " from " + d.cpu_budget_from + "\n";
-    if (!d.alternatives.empty()) {
-      r += "  alternatives considered (predicted images/s at " + std::to_string(d.cpu_budget) +
-           " CPU core(s)):\n";
-      for (size_t i = 0; i < d.alternatives.size(); ++i) {
-        const PlacementAlternative& alt = d.alternatives[i];
-        r += std::string(static_cast<int>(i) == d.chosen ? "  * " : "    ") + alt.name + ": " +
-             (alt.predicted
-                  ? Fixed(alt.images_per_second, 0) + " images/s (" + alt.limit + "-bound; cpu " +
-                        Ms(alt.cpu_s_per_sample) + ", gpu " + Ms(alt.gpu_s_per_sample) + ", bus " +
-                        Fixed(alt.h2d_bytes_per_sample, 0) + " B per sample)"
-                  : std::string("not predicted")) +
-             (static_cast<int>(i) == d.chosen ? "  <- chosen" : "") + "\n";
-      }
-      r += "  why: " + d.reason + "\n";
-    }
-  } else {
-    r += "cost model: no prediction (no CPU budget)\n";
+    return "cost model: no hardware profile given (compile with --profile hw.yaml, measured by "
+           "`sluice profile`); no per-sample cost prediction\n";
   }
+  if (!placement.cost) return "cost model: no prediction (no CPU budget)\n";
+  const CostPrediction& c = *placement.cost;
+  const HardwareProfile& hw = *profile;
+  const PlacementDecision& d = graph.placement;
+  std::string r = "cost model (docs/cost_model.md), profile: " +
+                  (hw.machine.empty() ? std::string("unnamed") : hw.machine) + "\n";
+  r +=
+      "  image: " + Fixed(c.shape.width, 0) + "x" + Fixed(c.shape.height, 0) + ", " +
+      Fixed(c.shape.file_bytes, 0) + " bytes" +
+      (c.shape.from_profile ? " (the profile's dataset means)" : " (assumed: ImageNet's typical)") +
+      "\n";
+  r += "  per sample on one CPU core: read " + Ms(c.read_s) + " + decode " + Ms(c.decode_s);
+  if (!references.empty()) {
+    r += " (the whole image: a batch field runs on the reference implementations)";
+  } else if (!c.decode_regions.empty()) {
+    const DecodeRegion& reg = c.decode_regions.front();
+    r += " (region of interest: Huffman over " + Fixed(100 * reg.rows_fraction, 0) +
+         "% of the rows, IDCT/colour over " + Fixed(100 * reg.area_fraction, 0) +
+         "% of the area -> " + Fixed(100 * reg.effective_fraction, 0) + "% of a full decode)";
+  }
+  r += " + fused kernels " + Ms(c.kernel_cpu_s);
+  if (c.reference_cpu_s > 0) r += " + reference chains " + Ms(c.reference_cpu_s);
+  r += " = " + Ms(c.cpu_s) + "\n";
+  if (hw.gpu || c.gpu_s > 0 || c.h2d_bytes > 0) {
+    r += "  GPU " + Ms(c.gpu_s) + " per sample; host-to-device " + Fixed(c.h2d_bytes, 0) +
+         " bytes per sample";
+    if (c.trainer_h2d_bytes > 0 && hw.gpu) {
+      r += " (batches are handed over in host memory; a trainer on the GPU copies " +
+           Fixed(c.trainer_h2d_bytes, 0) + " bytes per sample itself)";
+    }
+    r += "\n";
+  } else {
+    r += "  no GPU in the profile: nothing on the GPU, nothing over the bus\n";
+  }
+  r += "  predicted: " + DescribePrediction(c) + "; CPU budget " + std::to_string(d.cpu_budget) +
+       " from " + d.cpu_budget_from + "\n";
+  if (d.alternatives.empty()) return r;
+  r += "  alternatives considered (predicted images/s at " + std::to_string(d.cpu_budget) +
+       " CPU core(s)):\n";
+  for (size_t i = 0; i < d.alternatives.size(); ++i) {
+    const PlacementAlternative& alt = d.alternatives[i];
+    r += std::string(static_cast<int>(i) == d.chosen ? "  * " : "    ") + alt.name + ": " +
+         (alt.predicted
+              ? Fixed(alt.images_per_second, 0) + " images/s (" + alt.limit + "-bound; cpu " +
+                    Ms(alt.cpu_s_per_sample) + ", gpu " + Ms(alt.gpu_s_per_sample) + ", bus " +
+                    Fixed(alt.h2d_bytes_per_sample, 0) + " B per sample)"
+              : std::string("not predicted")) +
+         (static_cast<int>(i) == d.chosen ? "  <- chosen" : "") + "\n";
+  }
+  r += "  why: " + d.reason + "\n";
+  return r;
+}
+
+}  // namespace
+
+std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
+                       const HardwareProfile* profile) {
+  std::string r;
+  r += "sluice plan report: " + graph.name + "\n";
+  r += "spec: " + graph.spec_file + "\n";
+  r += "compiler: sluice " + std::string(SLUICE_VERSION) + ", plan format " +
+       std::to_string(pf::kFormatVersion) + "\n\n";
+  const int count = CountFusionGroups(graph);
+  const std::vector<ReferenceFieldChain> references = BuildReferenceChains(graph);
+  r += ReportFusionGroups(graph, kernels, count);
+  r += ReportUnfused(graph, references);
+  if (!graph.notes.empty()) {
+    r += "\nnotes:\n";
+    for (const std::string& note : graph.notes) r += "  - " + note + "\n";
+  }
+  const EffectivePlacement placement = Effective(graph, kernels, profile);
+  r += ReportPlacement(graph, placement, count);
+  r += ReportKernels(kernels);
+  r += ReportCost(graph, placement, profile, references);
   return r;
 }
 
