@@ -126,93 +126,107 @@ Result<Trial> MeasureKnobs(const Plan& plan, const Knobs& knobs, const LoaderOpt
   return t;
 }
 
-Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
-                            const TuneOptions& options) {
-  TuneResult result;
-  result.cpu_budget = options.cpu_budget > 0 ? options.cpu_budget : profile.cpu.cores;
-  result.memory_budget = options.memory_budget;
-  const int budget = std::max(1, result.cpu_budget);
-  const int spec_threads = SpecKnob(plan, "threads");
-  const int spec_in_flight = SpecKnob(plan, "in_flight");
-  const int spec_prefetch = SpecKnob(plan, "prefetch");
+namespace {
 
+// One tuning run: hill climbing from a start that fits the budgets, over
+// measured trials (Autotune's contract in autotuner.h). The spec's explicit
+// knobs are held.
+class Search {
+ public:
+  Search(const Plan& plan, const HardwareProfile& profile, const TuneOptions& options)
+      : plan_(plan), options_(options) {
+    result_.cpu_budget = options.cpu_budget > 0 ? options.cpu_budget : profile.cpu.cores;
+    result_.memory_budget = options.memory_budget;
+    budget_ = std::max(1, result_.cpu_budget);
+    spec_threads_ = SpecKnob(plan, "threads");
+    spec_in_flight_ = SpecKnob(plan, "in_flight");
+    spec_prefetch_ = SpecKnob(plan, "prefetch");
+    scratch_ = ScratchBytes(profile);
+  }
+
+  Result<TuneResult> Run() {
+    SLUICE_RETURN_IF_ERROR(MeasureBatchBytes());
+    auto start = StartKnobs();
+    if (!start) return std::unexpected(start.error());
+    t_start_ = Clock::now();
+    total_s_ = std::max(2.0, options_.seconds);
+    // About a dozen trials fit: a start, two or three rounds of neighbours and
+    // the confirmation.
+    trial_s_ = std::clamp(total_s_ / 12, 0.5, 10.0);
+    SLUICE_RETURN_IF_ERROR(Climb(*start));
+    SLUICE_RETURN_IF_ERROR(Confirm());
+    return std::move(result_);
+  }
+
+ private:
   // Batch bytes: from a minimal loader's stats.
-  {
-    LoaderOptions o = options.base;
+  Status MeasureBatchBytes() {
+    LoaderOptions o = options_.base;
     o.threads = 1;
     o.in_flight = 1;
     o.prefetch = 1;
-    auto probe = Loader::Create(plan, o);
+    auto probe = Loader::Create(plan_, o);
     if (!probe) return std::unexpected(probe.error());
-    result.batch_bytes = probe->Stats().batch_bytes;
+    result_.batch_bytes = probe->Stats().batch_bytes;
+    return Ok();
   }
-  const int64_t scratch = ScratchBytes(profile);
 
-  auto fits = [&](const Knobs& k) {
-    if (k.threads < 1 || k.threads > budget) return false;
+  bool Fits(const Knobs& k) const {
+    if (k.threads < 1 || k.threads > budget_) return false;
     if (k.in_flight < 1 || k.in_flight > k.threads) return false;
-    if (k.prefetch < 1 || k.prefetch > options.max_prefetch) return false;
-    if (spec_threads > 0 && k.threads != spec_threads) return false;
-    if (spec_in_flight > 0 && k.in_flight != std::min(spec_in_flight, k.threads)) return false;
-    if (spec_prefetch > 0 && k.prefetch != spec_prefetch) return false;
-    if (options.memory_budget > 0 &&
-        EstimateMemory(k, result.batch_bytes, scratch) > options.memory_budget) {
+    if (k.prefetch < 1 || k.prefetch > options_.max_prefetch) return false;
+    if (spec_threads_ > 0 && k.threads != spec_threads_) return false;
+    if (spec_in_flight_ > 0 && k.in_flight != std::min(spec_in_flight_, k.threads)) return false;
+    if (spec_prefetch_ > 0 && k.prefetch != spec_prefetch_) return false;
+    if (options_.memory_budget > 0 &&
+        EstimateMemory(k, result_.batch_bytes, scratch_) > options_.memory_budget) {
       return false;
     }
     return true;
-  };
-
-  Knobs start;
-  start.threads = spec_threads > 0 ? std::min(spec_threads, budget) : budget;
-  start.in_flight = spec_in_flight > 0 ? std::min(spec_in_flight, start.threads) : start.threads;
-  start.prefetch = spec_prefetch > 0 ? spec_prefetch : 2;
-  // Shrink prefetch, then threads, until the start fits the memory budget.
-  while (!fits(start) && start.prefetch > 1 && spec_prefetch <= 0) start.prefetch /= 2;
-  while (!fits(start) && start.threads > 1 && spec_threads <= 0) {
-    --start.threads;
-    start.in_flight = std::min(start.in_flight, start.threads);
   }
-  if (!fits(start)) {
+
+  // All cores (or the spec's threads), prefetch 2; shrunk (prefetch, then
+  // threads) until it fits the memory budget.
+  Result<Knobs> StartKnobs() const {
+    Knobs start;
+    start.threads = spec_threads_ > 0 ? std::min(spec_threads_, budget_) : budget_;
+    start.in_flight =
+        spec_in_flight_ > 0 ? std::min(spec_in_flight_, start.threads) : start.threads;
+    start.prefetch = spec_prefetch_ > 0 ? spec_prefetch_ : 2;
+    while (!Fits(start) && start.prefetch > 1 && spec_prefetch_ <= 0) start.prefetch /= 2;
+    while (!Fits(start) && start.threads > 1 && spec_threads_ <= 0) {
+      --start.threads;
+      start.in_flight = std::min(start.in_flight, start.threads);
+    }
+    if (Fits(start)) return start;
     return MakeError(
         ErrorCode::kInvalidArgument,
-        "no loader setting fits the budgets (cpu " + std::to_string(budget) + ", memory " +
-            std::to_string(options.memory_budget) + " bytes; one batch buffer is " +
-            std::to_string(result.batch_bytes) + " bytes and the loader needs at least two)",
+        "no loader setting fits the budgets (cpu " + std::to_string(budget_) + ", memory " +
+            std::to_string(options_.memory_budget) + " bytes; one batch buffer is " +
+            std::to_string(result_.batch_bytes) + " bytes and the loader needs at least two)",
         "raise --memory-budget to at least " +
-            std::to_string(EstimateMemory(Knobs{1, 1, 1}, result.batch_bytes, scratch)) +
+            std::to_string(EstimateMemory(Knobs{1, 1, 1}, result_.batch_bytes, scratch_)) +
             " bytes, or make the batch smaller");
   }
 
-  const auto t_start = Clock::now();
-  const double total = std::max(2.0, options.seconds);
-  // About a dozen trials fit: a start, two or three rounds of neighbours and
-  // the confirmation.
-  const double trial_s = std::clamp(total / 12, 0.5, 10.0);
-  std::map<std::tuple<int, int, int>, size_t> tried;  // knobs -> index in trials
-  auto run = [&](const Knobs& k, const std::string& note) -> Result<const Trial*> {
-    auto t = MeasureKnobs(plan, k, options.base, trial_s);
+  // Measures `k` and records the trial.
+  Result<const Trial*> Measure(const Knobs& k, const std::string& note) {
+    auto t = MeasureKnobs(plan_, k, options_.base, trial_s_);
     if (!t) return std::unexpected(t.error());
-    t->index = static_cast<int>(result.trials.size()) + 1;
+    t->index = static_cast<int>(result_.trials.size()) + 1;
     t->note = note;
-    t->memory_bytes = EstimateMemory(k, result.batch_bytes, scratch);
-    result.trials.push_back(*t);
-    tried[{k.threads, k.in_flight, k.prefetch}] = result.trials.size() - 1;
-    if (options.on_trial) options.on_trial(result.trials.back());
-    return &result.trials.back();
-  };
+    t->memory_bytes = EstimateMemory(k, result_.batch_bytes, scratch_);
+    result_.trials.push_back(*t);
+    tried_[{k.threads, k.in_flight, k.prefetch}] = result_.trials.size() - 1;
+    if (options_.on_trial) options_.on_trial(result_.trials.back());
+    return &result_.trials.back();
+  }
 
-  auto first = run(start, "start");
-  if (!first) return std::unexpected(first.error());
-  Knobs current = start;
-  double current_rate = (*first)->images_per_second;
-  // The start's neighbours are always measured, however long the trials took
-  // (a loaded machine must not turn the search into a single trial); later
-  // rounds only while the time budget lasts.
-  bool first_round = true;
-  while (first_round || Since(t_start) < total * 0.8) {
-    std::vector<Knobs> neighbours;
+  // The untried settings one step from `current` that fit.
+  std::vector<Knobs> Neighbours(const Knobs& current) const {
+    std::vector<Knobs> out;
     auto add = [&](Knobs k) {
-      if (fits(k) && !tried.count({k.threads, k.in_flight, k.prefetch})) neighbours.push_back(k);
+      if (Fits(k) && !tried_.count({k.threads, k.in_flight, k.prefetch})) out.push_back(k);
     };
     // A thread count change carries in_flight along when it equalled threads.
     for (int d : {+1, -1}) {
@@ -228,50 +242,83 @@ Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
     }
     add(Knobs{current.threads, current.in_flight, current.prefetch * 2});
     add(Knobs{current.threads, current.in_flight, current.prefetch / 2});
-    if (neighbours.empty()) break;
-    Knobs best_n;
-    double best_rate = -1;
-    for (const Knobs& k : neighbours) {
-      if (!first_round && Since(t_start) >= total * 0.8) break;
-      auto t = run(k, "neighbour");
-      if (!t) return std::unexpected(t.error());
-      if ((*t)->images_per_second > best_rate) {
-        best_rate = (*t)->images_per_second;
-        best_n = k;
+    return out;
+  }
+
+  // Moves to the best neighbour while it beats the current point by
+  // min_gain. The start's neighbours are always measured, however long the
+  // trials took (a loaded machine must not turn the search into a single
+  // trial); later rounds only while the time budget lasts.
+  Status Climb(const Knobs& start) {
+    auto first = Measure(start, "start");
+    if (!first) return std::unexpected(first.error());
+    Knobs current = start;
+    double current_rate = (*first)->images_per_second;
+    bool first_round = true;
+    while (first_round || Since(t_start_) < total_s_ * 0.8) {
+      std::vector<Knobs> neighbours = Neighbours(current);
+      if (neighbours.empty()) break;
+      Knobs best_n;
+      double best_rate = -1;
+      for (const Knobs& k : neighbours) {
+        if (!first_round && Since(t_start_) >= total_s_ * 0.8) break;
+        auto t = Measure(k, "neighbour");
+        if (!t) return std::unexpected(t.error());
+        if ((*t)->images_per_second > best_rate) {
+          best_rate = (*t)->images_per_second;
+          best_n = k;
+        }
       }
-    }
-    first_round = false;
-    if (best_rate > current_rate * (1 + options.min_gain)) {
+      first_round = false;
+      if (best_rate <= current_rate * (1 + options_.min_gain)) break;
       current = best_n;
       current_rate = best_rate;
-    } else {
-      break;
     }
+    return Ok();
   }
 
   // Confirmation: the two best settings measured again; the higher median of
   // both measurements wins (a single lucky trial does not).
-  std::vector<size_t> order(result.trials.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return result.trials[a].images_per_second > result.trials[b].images_per_second;
-  });
-  std::vector<std::pair<Knobs, double>> finals;
-  for (size_t r = 0; r < std::min<size_t>(2, order.size()); ++r) {
-    Trial first_trial = result.trials[order[r]];
-    double rate = first_trial.images_per_second;
-    if (order.size() > 1 && Since(t_start) < total) {
-      auto again = run(first_trial.knobs, "confirm");
-      if (!again) return std::unexpected(again.error());
-      rate = 0.5 * (rate + (*again)->images_per_second);
+  Status Confirm() {
+    std::vector<size_t> order(result_.trials.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return result_.trials[a].images_per_second > result_.trials[b].images_per_second;
+    });
+    std::vector<std::pair<Knobs, double>> finals;
+    for (size_t r = 0; r < std::min<size_t>(2, order.size()); ++r) {
+      Trial first_trial = result_.trials[order[r]];
+      double rate = first_trial.images_per_second;
+      if (order.size() > 1 && Since(t_start_) < total_s_) {
+        auto again = Measure(first_trial.knobs, "confirm");
+        if (!again) return std::unexpected(again.error());
+        rate = 0.5 * (rate + (*again)->images_per_second);
+      }
+      finals.emplace_back(first_trial.knobs, rate);
     }
-    finals.emplace_back(first_trial.knobs, rate);
+    auto win = std::max_element(finals.begin(), finals.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    result_.best = win->first;
+    result_.images_per_second = win->second;
+    return Ok();
   }
-  auto win = std::max_element(finals.begin(), finals.end(),
-                              [](const auto& a, const auto& b) { return a.second < b.second; });
-  result.best = win->first;
-  result.images_per_second = win->second;
-  return result;
+
+  const Plan& plan_;
+  const TuneOptions& options_;
+  TuneResult result_;
+  int budget_ = 1;
+  int spec_threads_ = 0, spec_in_flight_ = 0, spec_prefetch_ = 0;
+  int64_t scratch_ = 0;
+  Clock::time_point t_start_;
+  double total_s_ = 2, trial_s_ = 0.5;
+  std::map<std::tuple<int, int, int>, size_t> tried_;  // knobs -> index in trials
+};
+
+}  // namespace
+
+Result<TuneResult> Autotune(const Plan& plan, const HardwareProfile& profile,
+                            const TuneOptions& options) {
+  return Search(plan, profile, options).Run();
 }
 
 Status WriteTunedKnobs(const std::string& plan_dir, const TuneResult& r,
