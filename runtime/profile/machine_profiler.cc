@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "runtime/decode/jpeg_decoder.h"
@@ -147,7 +148,8 @@ std::vector<uint8_t> MakeSampleJpeg(int width, int height, uint64_t seed) {
     b.r = rng.Uniform(0.05, 0.3) * std::min(width, height);
     for (double& c : b.col) c = rng.Uniform(0, 255);
   }
-  const double fx = rng.Uniform(2, 6) * 2 * M_PI / width, fy = rng.Uniform(2, 6) * 2 * M_PI / height;
+  const double fx = rng.Uniform(2, 6) * 2 * M_PI / width,
+               fy = rng.Uniform(2, 6) * 2 * M_PI / height;
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       double t = (static_cast<double>(x) / width + static_cast<double>(y) / height) * 0.5;
@@ -207,7 +209,7 @@ Result<DecodeCost> MeasureDecode(double seconds) {
   DecodeCost cost;
   cost.seconds_per_image_500x375 = t[1];
   double slope = (t[1] - t[0]) / (a1 - a0);  // seconds per pixel
-  if (!(slope > 0)) slope = t[1] / a1;        // noise: no fixed part measurable
+  if (!(slope > 0)) slope = t[1] / a1;       // noise: no fixed part measurable
   cost.mpix_per_s = 1e-6 / slope;
   cost.fixed_s = std::max(0.0, t[1] - a1 * slope);
   return cost;
@@ -235,8 +237,12 @@ Result<double> MeasureMemoryBandwidth(double seconds) {
   return Median(rates);
 }
 
-Result<HardwareProfile::Storage> MeasureStorage(const std::string& path, int max_files,
-                                                double seconds) {
+namespace {
+
+// Up to max_files regular files of `path` (itself when it is a file), spread
+// over the sorted listing (every class folder, not just the first); the scan
+// stops at 100,000 files.
+Result<std::vector<std::string>> SampleFiles(const std::string& path, int max_files) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -258,7 +264,6 @@ Result<HardwareProfile::Storage> MeasureStorage(const std::string& path, int max
       if (all.size() >= 100000) break;
     }
     std::sort(all.begin(), all.end());
-    // Spread the sample over the sorted list (every class folder, not just the first).
     size_t n = std::min<size_t>(all.size(), static_cast<size_t>(std::max(1, max_files)));
     for (size_t i = 0; i < n; ++i) files.push_back(all[i * all.size() / n]);
   }
@@ -266,12 +271,15 @@ Result<HardwareProfile::Storage> MeasureStorage(const std::string& path, int max
     return MakeError(ErrorCode::kNotFound, "no files under `" + path + "`",
                      "pass --data a directory that holds the dataset's files");
   }
-  HardwareProfile::Storage st;
-  st.path = fs::absolute(path, ec).string();
-  // Latency: open + pread of the first 4 KiB, per file.
+  return files;
+}
+
+// Median open + pread of the first 4 KiB over `files`, for at most
+// `seconds`; nullopt when none could be read.
+std::optional<double> MedianOpenLatency(const std::vector<std::string>& files, double seconds) {
   std::vector<double> latencies;
   char head[4096];
-  auto t_start = Clock::now();
+  const auto t_start = Clock::now();
   for (const std::string& f : files) {
     auto t = Clock::now();
     int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
@@ -280,22 +288,27 @@ Result<HardwareProfile::Storage> MeasureStorage(const std::string& path, int max
     double s = Since(t);
     ::close(fd);
     if (got > 0) latencies.push_back(s);
-    if (Since(t_start) > seconds / 3) break;
+    if (Since(t_start) > seconds) break;
   }
-  if (latencies.empty()) {
-    return MakeError(ErrorCode::kIo, "cannot read any file under `" + path + "`",
-                     "check the permissions");
-  }
-  st.latency_s = Median(latencies);
-  // Throughput: sequential whole-file reads; JPEG headers parsed from the bytes.
-  std::vector<uint8_t> buf;
+  if (latencies.empty()) return std::nullopt;
+  return Median(latencies);
+}
+
+// Whole-file sequential reads of the sampled files (for at most `seconds`),
+// and what their JPEG headers say.
+struct SampledReads {
   double read_s = 0, bytes = 0;
   double jpeg_bytes = 0, jpeg_w = 0, jpeg_h = 0;
   int jpegs = 0;
-  // The dataset's own decode rate (below): up to 64 of the sampled JPEGs kept.
+  // Up to 64 of the JPEGs, kept for the dataset's own decode rate.
   std::vector<std::vector<uint8_t>> kept;
   double kept_px = 0;
-  t_start = Clock::now();
+};
+
+SampledReads ReadSampledFiles(const std::vector<std::string>& files, double seconds) {
+  SampledReads r;
+  std::vector<uint8_t> buf;
+  const auto t_start = Clock::now();
   for (const std::string& f : files) {
     auto t = Clock::now();
     int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
@@ -313,54 +326,78 @@ Result<HardwareProfile::Storage> MeasureStorage(const std::string& path, int max
       off += static_cast<size_t>(got);
     }
     ::close(fd);
-    read_s += Since(t);
-    bytes += static_cast<double>(off);
+    r.read_s += Since(t);
+    r.bytes += static_cast<double>(off);
     std::span<const uint8_t> data(buf.data(), off);
     if (LooksLikeJpeg(data)) {
       if (auto info = ReadJpegHeader(data)) {
-        ++jpegs;
-        jpeg_bytes += static_cast<double>(off);
-        jpeg_w += info->width;
-        jpeg_h += info->height;
-        if (kept.size() < 64) {
-          kept.emplace_back(data.begin(), data.end());
-          kept_px += static_cast<double>(info->width) * info->height;
+        ++r.jpegs;
+        r.jpeg_bytes += static_cast<double>(off);
+        r.jpeg_w += info->width;
+        r.jpeg_h += info->height;
+        if (r.kept.size() < 64) {
+          r.kept.emplace_back(data.begin(), data.end());
+          r.kept_px += static_cast<double>(info->width) * info->height;
         }
       }
     }
-    if (Since(t_start) > seconds * 2 / 3) break;
+    if (Since(t_start) > seconds) break;
   }
-  if (!(read_s > 0) || !(bytes > 0)) {
+  return r;
+}
+
+// Full decodes of the kept JPEGs, one pass over all of them per unit, in
+// this thread's CPU time (robust to other load), after a warm-up pass
+// (buffer growth, cold caches): megapixels/s by the median over the timed
+// rounds; 0 when there are none or one fails.
+double KeptDecodeRate(const SampledReads& r, double seconds) {
+  if (r.kept.empty()) return 0;
+  ImageBuffer decoded;
+  bool ok = true;
+  const double pass_s = MedianSecondsPerUnit(
+      [&](int64_t) {
+        for (const auto& j : r.kept) {
+          if (!DecodeJpeg(std::span<const uint8_t>(j.data(), j.size()), {}, decoded)) ok = false;
+        }
+      },
+      seconds);
+  return ok && pass_s > 0 ? r.kept_px / pass_s / 1e6 : 0;
+}
+
+}  // namespace
+
+Result<HardwareProfile::Storage> MeasureStorage(const std::string& path, int max_files,
+                                                double seconds) {
+  auto files = SampleFiles(path, max_files);
+  if (!files) return std::unexpected(files.error());
+  HardwareProfile::Storage st;
+  std::error_code ec;
+  st.path = std::filesystem::absolute(path, ec).string();
+  const std::optional<double> latency = MedianOpenLatency(*files, seconds / 3);
+  if (!latency) {
+    return MakeError(ErrorCode::kIo, "cannot read any file under `" + path + "`",
+                     "check the permissions");
+  }
+  st.latency_s = *latency;
+  const SampledReads r = ReadSampledFiles(*files, seconds * 2 / 3);
+  if (!(r.read_s > 0) || !(r.bytes > 0)) {
     return MakeError(ErrorCode::kIo, "read no bytes under `" + path + "`",
                      "the files are empty or unreadable");
   }
-  st.read_mbps = bytes / read_s / 1e6;
-  if (jpegs > 0) {
-    st.mean_file_bytes = jpeg_bytes / jpegs;
-    st.mean_width = jpeg_w / jpegs;
-    st.mean_height = jpeg_h / jpegs;
+  st.read_mbps = r.bytes / r.read_s / 1e6;
+  if (r.jpegs > 0) {
+    st.mean_file_bytes = r.jpeg_bytes / r.jpegs;
+    st.mean_width = r.jpeg_w / r.jpegs;
+    st.mean_height = r.jpeg_h / r.jpegs;
   }
-  // Full decodes of the kept JPEGs, one pass over all of them per unit, in
-  // this thread's CPU time (robust to other load), after a warm-up pass
-  // (buffer growth, cold caches): median over the timed rounds.
-  if (!kept.empty()) {
-    ImageBuffer decoded;
-    bool ok = true;
-    const double pass_s = MedianSecondsPerUnit(
-        [&](int64_t) {
-          for (const auto& j : kept) {
-            if (!DecodeJpeg(std::span<const uint8_t>(j.data(), j.size()), {}, decoded)) ok = false;
-          }
-        },
-        seconds / 3);
-    if (ok && pass_s > 0) st.decode_mpix_per_s = kept_px / pass_s / 1e6;
-  }
+  const double decode = KeptDecodeRate(r, seconds / 3);
+  if (decode > 0) st.decode_mpix_per_s = decode;
   return st;
 }
 
-Result<double> MeasureKernelSeconds(const std::string& plan_path,
-                                    const std::vector<uint8_t>& jpeg, double seconds,
-                                    int64_t* output_elements, int64_t* output_pixels) {
+Result<double> MeasureKernelSeconds(const std::string& plan_path, const std::vector<uint8_t>& jpeg,
+                                    double seconds, int64_t* output_elements,
+                                    int64_t* output_pixels) {
   auto plan = Plan::Load(plan_path, {{"DATA", "/nonexistent"}});
   if (!plan) return std::unexpected(plan.error());
   if (plan->chains().empty()) {
@@ -419,12 +456,10 @@ Result<HardwareProfile> ProfileMachine(const MachineProfileOptions& o) {
   p.cpu.cores = UsableCores();
   p.cpu.model = CpuModelName();
   p.cpu.simd = BestSimdLevel();
-  p.machine = !o.machine.empty()
-                  ? o.machine
-                  : std::to_string(p.cpu.cores) + "-core " +
-                        (p.cpu.model.empty() ? std::string("CPU") : p.cpu.model);
-  say("cpu: " + std::to_string(p.cpu.cores) + " usable cores, " + p.cpu.model + ", " +
-      p.cpu.simd);
+  p.machine = !o.machine.empty() ? o.machine
+                                 : std::to_string(p.cpu.cores) + "-core " +
+                                       (p.cpu.model.empty() ? std::string("CPU") : p.cpu.model);
+  say("cpu: " + std::to_string(p.cpu.cores) + " usable cores, " + p.cpu.model + ", " + p.cpu.simd);
 
   auto decode = MeasureDecode(budget * 0.3);
   if (!decode) return std::unexpected(decode.error());
@@ -454,7 +489,8 @@ Result<HardwareProfile> ProfileMachine(const MachineProfileOptions& o) {
     p.cpu.resample_ns_per_px = *t_resample * 1e9 / static_cast<double>(std::max<int64_t>(px, 1));
     // The pointwise tail's cost is what it adds; a difference lost in the noise
     // is recorded as a small positive floor, not zero.
-    double diff_ns = (*t_full - *t_resample) * 1e9 / static_cast<double>(std::max<int64_t>(elems, 1));
+    double diff_ns =
+        (*t_full - *t_resample) * 1e9 / static_cast<double>(std::max<int64_t>(elems, 1));
     p.cpu.pointwise_ns_per_elem = std::max(diff_ns, 0.01);
     say("kernels: resample " + std::to_string(p.cpu.resample_ns_per_px) +
         " ns per output pixel, pointwise " + std::to_string(p.cpu.pointwise_ns_per_elem) +
@@ -473,17 +509,17 @@ Result<HardwareProfile> ProfileMachine(const MachineProfileOptions& o) {
     say("storage: " + std::to_string(st->read_mbps) + " MB/s, latency " +
         std::to_string(st->latency_s * 1e6) + " us, mean JPEG " +
         std::to_string(st->mean_file_bytes) + " bytes " + std::to_string(st->mean_width) + "x" +
-        std::to_string(st->mean_height) + ", decoding at " +
-        std::to_string(st->decode_mpix_per_s) + " Mpx/s per core");
+        std::to_string(st->mean_height) + ", decoding at " + std::to_string(st->decode_mpix_per_s) +
+        " Mpx/s per core");
   }
   for (double* v : {&p.cpu.decode_mpix_per_s, &p.cpu.decode_fixed_s, &p.cpu.resample_ns_per_px,
                     &p.cpu.pointwise_ns_per_elem, &p.cpu.memory_bandwidth_gbps}) {
     *v = Round4(*v);
   }
   if (p.storage) {
-    for (double* v : {&p.storage->read_mbps, &p.storage->latency_s, &p.storage->mean_file_bytes,
-                      &p.storage->mean_width, &p.storage->mean_height,
-                      &p.storage->decode_mpix_per_s}) {
+    for (double* v :
+         {&p.storage->read_mbps, &p.storage->latency_s, &p.storage->mean_file_bytes,
+          &p.storage->mean_width, &p.storage->mean_height, &p.storage->decode_mpix_per_s}) {
       *v = Round4(*v);
     }
   }
