@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <optional>
 
 #include "runtime/sources/file_reader.h"
 #include "runtime/sources/source_registry.h"
@@ -56,6 +57,80 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Open(const std::string& 
                options);
 }
 
+namespace {
+
+// Where the columns are, from the header line.
+struct FileListColumns {
+  char delimiter = ',';
+  size_t path_col = 0, label_col = 0, min_fields = 0;
+};
+
+// The header: the delimiter (the option, else a tab when the line has one,
+// else a comma) and the path and label columns, which must both be named.
+Result<FileListColumns> ParseHeader(std::string_view line, const SourceOptions& options,
+                                    std::vector<std::string>& fields, const SourceMark& where) {
+  FileListColumns cols;
+  cols.delimiter = options.delimiter != 0                      ? options.delimiter
+                   : line.find('\t') != std::string_view::npos ? '\t'
+                                                               : ',';
+  if (!SplitDelimitedLine(line, cols.delimiter, fields)) {
+    return MakeError(ErrorCode::kInvalidSpec, "unterminated quote in header", {}, where);
+  }
+  bool found_path = false, found_label = false;
+  for (size_t c = 0; c < fields.size(); ++c) {
+    if (!found_path && fields[c] == options.path_column) cols.path_col = c, found_path = true;
+    if (!found_label && fields[c] == options.label_column) cols.label_col = c, found_label = true;
+  }
+  if (!found_path || !found_label) {
+    return MakeError(ErrorCode::kInvalidSpec,
+                     "file list header has no '" +
+                         (found_path ? options.label_column : options.path_column) + "' column",
+                     "the first line must name the columns, e.g. '" + options.path_column +
+                         (cols.delimiter == '\t' ? "\\t" : ",") + options.label_column + "'",
+                     where);
+  }
+  cols.min_fields = std::max(cols.path_col, cols.label_col) + 1;
+  return cols;
+}
+
+// A label field: an integer, spaces around it allowed.
+Result<int64_t> ParseLabel(const std::string& field, const SourceMark& where) {
+  std::string_view l = field;
+  while (!l.empty() && l.front() == ' ') l.remove_prefix(1);
+  while (!l.empty() && l.back() == ' ') l.remove_suffix(1);
+  int64_t label = 0;
+  auto [ptr, ec] = std::from_chars(l.data(), l.data() + l.size(), label);
+  if (l.empty() || ec != std::errc() || ptr != l.data() + l.size()) {
+    return MakeError(ErrorCode::kInvalidSpec, "label '" + field + "' is not an integer", {}, where);
+  }
+  return label;
+}
+
+// A listed path must stay under the list's directory (`root_name`): neither
+// absolute nor climbing out with '..'.
+Status CheckUnderRoot(const fs::path& fp, const std::string& p, const std::string& root_name,
+                      const SourceMark& where) {
+  const char* why = nullptr;
+  if (fp.is_absolute()) {
+    why = "is absolute";
+  } else {
+    const fs::path normal = fp.lexically_normal();
+    if (!normal.empty() && *normal.begin() == "..") why = "climbs out of it with '..'";
+  }
+  if (why == nullptr) return Ok();
+  return MakeError(ErrorCode::kInvalidSpec,
+                   "path '" + p + "' " + why +
+                       ": file_list paths must stay under the "
+                       "list's directory '" +
+                       root_name + "'",
+                   "write the path relative to '" + root_name +
+                       "' (move the list up to a common parent directory), or set "
+                       "`allow_outside_root: true` on file_list if you trust the list",
+                   where);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<FileListSource>> FileListSource::Parse(std::string_view text,
                                                               const std::string& list_path,
                                                               const SourceOptions& options) {
@@ -74,9 +149,7 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Parse(std::string_view t
   src->rel_offset_ = prefix.size();
   std::vector<std::string> fields;
   int line_no = 0;
-  bool have_header = false;
-  char delimiter = ',';
-  size_t path_col = 0, label_col = 0, min_fields = 0;
+  std::optional<FileListColumns> cols;  // once the header is read
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
@@ -86,78 +159,33 @@ Result<std::unique_ptr<FileListSource>> FileListSource::Parse(std::string_view t
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-
-    if (!have_header) {
-      delimiter = options.delimiter != 0                      ? options.delimiter
-                  : line.find('\t') != std::string_view::npos ? '\t'
-                                                              : ',';
-      if (!SplitDelimitedLine(line, delimiter, fields)) {
-        return MakeError(ErrorCode::kInvalidSpec, "unterminated quote in header", {},
-                         where(line_no));
-      }
-      bool found_path = false, found_label = false;
-      for (size_t c = 0; c < fields.size(); ++c) {
-        if (!found_path && fields[c] == options.path_column) path_col = c, found_path = true;
-        if (!found_label && fields[c] == options.label_column) label_col = c, found_label = true;
-      }
-      if (!found_path || !found_label) {
-        return MakeError(ErrorCode::kInvalidSpec,
-                         "file list header has no '" +
-                             (found_path ? options.label_column : options.path_column) + "' column",
-                         "the first line must name the columns, e.g. '" + options.path_column +
-                             (delimiter == '\t' ? "\\t" : ",") + options.label_column + "'",
-                         where(line_no));
-      }
-      min_fields = std::max(path_col, label_col) + 1;
-      have_header = true;
+    if (!cols) {
+      auto header = ParseHeader(line, options, fields, where(line_no));
+      if (!header) return std::unexpected(header.error());
+      cols = *header;
       continue;
     }
-
-    if (!SplitDelimitedLine(line, delimiter, fields)) {
+    if (!SplitDelimitedLine(line, cols->delimiter, fields)) {
       return MakeError(ErrorCode::kInvalidSpec, "unterminated quote", {}, where(line_no));
     }
-    if (fields.size() < min_fields) {
+    if (fields.size() < cols->min_fields) {
       return MakeError(ErrorCode::kInvalidSpec,
                        "row has " + std::to_string(fields.size()) + " fields, expected at least " +
-                           std::to_string(min_fields),
+                           std::to_string(cols->min_fields),
                        {}, where(line_no));
     }
-    const std::string& p = fields[path_col];
+    const std::string& p = fields[cols->path_col];
     if (p.empty()) return MakeError(ErrorCode::kInvalidSpec, "empty path", {}, where(line_no));
-    std::string_view l = fields[label_col];
-    while (!l.empty() && l.front() == ' ') l.remove_prefix(1);
-    while (!l.empty() && l.back() == ' ') l.remove_suffix(1);
-    int64_t label = 0;
-    auto [ptr, ec] = std::from_chars(l.data(), l.data() + l.size(), label);
-    if (l.empty() || ec != std::errc() || ptr != l.data() + l.size()) {
-      return MakeError(ErrorCode::kInvalidSpec,
-                       "label '" + fields[label_col] + "' is not an integer", {}, where(line_no));
-    }
+    auto label = ParseLabel(fields[cols->label_col], where(line_no));
+    if (!label) return std::unexpected(label.error());
     const fs::path fp(p);
     if (!options.allow_outside_root) {
-      const char* why = nullptr;
-      if (fp.is_absolute()) {
-        why = "is absolute";
-      } else {
-        const fs::path normal = fp.lexically_normal();
-        if (!normal.empty() && *normal.begin() == "..") why = "climbs out of it with '..'";
-      }
-      if (why != nullptr) {
-        return MakeError(ErrorCode::kInvalidSpec,
-                         "path '" + p + "' " + why +
-                             ": file_list paths must stay under the "
-                             "list's directory '" +
-                             root_name + "'",
-                         "write the path relative to '" + root_name +
-                             "' (move the list up to a common parent directory), or set "
-                             "`allow_outside_root: true` on file_list if you trust the list",
-                         where(line_no));
-      }
+      SLUICE_RETURN_IF_ERROR(CheckUnderRoot(fp, p, root_name, where(line_no)));
     }
     src->paths_.push_back(fp.is_absolute() ? p : prefix + p);
-    src->labels_.push_back(label);
+    src->labels_.push_back(*label);
   }
-  if (!have_header) {
+  if (!cols) {
     return MakeError(ErrorCode::kInvalidArgument, "file list '" + list_path + "' is empty");
   }
   if (src->paths_.empty()) {
