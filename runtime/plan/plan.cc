@@ -253,12 +253,10 @@ Status OpenKernels(const Resolver& r, const std::string& where, const fs::path& 
 
 namespace {
 
-// Plan::Load and Plan::Verify: reads and checks the plan at `path`; binds
-// ${VARS} from `vars` unless it is null; loads kernels.so when `load_kernels`
-// (else only checks its hash).
-Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const PlanVars* vars,
-                                             bool load_kernels) {
-  const std::string where = "plan `" + path + "`";
+// plan.json of the plan directory `path`, parsed, with its format and
+// compiler versions checked (a plan from another format may not have the
+// other keys). `where` names the plan in messages.
+Result<json> ReadPlanJson(const std::string& path, const std::string& where) {
   auto corrupt = [&](const std::string& why) {
     return MakeError(ErrorCode::kCorruptData, where + ": plan.json " + why, kRecompile);
   };
@@ -267,8 +265,7 @@ Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const Plan
     return MakeError(ErrorCode::kNotFound, where + " is not a directory",
                      "a plan is the directory written by sluice compile SPEC -o PLAN");
   }
-  const fs::path dir(path);
-  std::ifstream in(dir / pf::kPlanFile, std::ios::binary);
+  std::ifstream in(fs::path(path) / pf::kPlanFile, std::ios::binary);
   if (!in) {
     return MakeError(ErrorCode::kNotFound, where + " has no plan.json",
                      "a plan is the directory written by sluice compile SPEC -o PLAN");
@@ -277,8 +274,6 @@ Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const Plan
   text << in.rdbuf();
   json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return corrupt("is not valid JSON");
-
-  // Versions first: a plan from another format may not have the other keys.
   if (!j.contains("format_version") || !j["format_version"].is_number_integer()) {
     return corrupt("has no integer format_version");
   }
@@ -300,16 +295,14 @@ Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const Plan
                          SLUICE_VERSION + " (plans are compatible within a major.minor version)",
                      std::string(kRecompile) + " with this version of sluice");
   }
-  auto doc = PlanDocument::FromJson(j, where);
-  if (!doc) return std::unexpected(doc.error());
+  return j;
+}
 
-  auto impl = std::make_shared<Plan::Impl>();
-  Plan::Impl& plan = *impl;
-  plan.path = path;
-  plan.doc = std::move(*doc);
+// The source, sampling, output and batch sections, resolved against the
+// registry; ${VARS} in the source bound from `vars` unless it is null.
+Status ResolveSections(const Resolver& r, const std::string& where, const PlanVars* vars,
+                       Plan::Impl& plan) {
   const PlanDocument& d = plan.doc;
-  const Resolver r(where);
-
   const OpDef* source_op = FindOp(d.source_format);
   if (source_op == nullptr || source_op->op_class != OpClass::kSource) {
     return MakeError(
@@ -332,10 +325,13 @@ Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const Plan
   auto batch = r.Params(batch_op->params, d.batch, "batch");
   if (!batch) return std::unexpected(batch.error());
   plan.batch = std::move(*batch);
+  return Ok();
+}
 
-  SLUICE_RETURN_IF_ERROR(ReadChains(r, d, plan));
-
-  // The decode step (absent in plans from before decode_pushdown).
+// The decode step (absent in plans from before decode_pushdown) and the
+// tuned knobs (absent until `sluice tune`).
+Status ResolveDecodeAndTuned(const Resolver& r, const PlanVars* vars, Plan::Impl& plan) {
+  const PlanDocument& d = plan.doc;
   if (d.decode) {
     auto op = r.Op(d.decode->op);
     if (!op) return std::unexpected(op.error());
@@ -356,7 +352,28 @@ Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const Plan
     plan.tuned.memory_budget = info_int("memory_budget");
     plan.tuned.batch_bytes = info_int("batch_bytes");
   }
-  SLUICE_RETURN_IF_ERROR(OpenKernels(r, where, dir, plan, load_kernels));
+  return Ok();
+}
+
+// Plan::Load and Plan::Verify: reads and checks the plan at `path`; binds
+// ${VARS} from `vars` unless it is null; loads kernels.so when `load_kernels`
+// (else only checks its hash).
+Result<std::shared_ptr<Plan::Impl>> ReadPlan(const std::string& path, const PlanVars* vars,
+                                             bool load_kernels) {
+  const std::string where = "plan `" + path + "`";
+  auto j = ReadPlanJson(path, where);
+  if (!j) return std::unexpected(j.error());
+  auto doc = PlanDocument::FromJson(*j, where);
+  if (!doc) return std::unexpected(doc.error());
+  auto impl = std::make_shared<Plan::Impl>();
+  Plan::Impl& plan = *impl;
+  plan.path = path;
+  plan.doc = std::move(*doc);
+  const Resolver r(where);
+  SLUICE_RETURN_IF_ERROR(ResolveSections(r, where, vars, plan));
+  SLUICE_RETURN_IF_ERROR(ReadChains(r, plan.doc, plan));
+  SLUICE_RETURN_IF_ERROR(ResolveDecodeAndTuned(r, vars, plan));
+  SLUICE_RETURN_IF_ERROR(OpenKernels(r, where, fs::path(path), plan, load_kernels));
   return impl;
 }
 
