@@ -123,6 +123,46 @@ void ConvertCmykRow(const uint8_t* in, uint8_t* out, int width, bool inverted, b
   }
 }
 
+// Checks the header's size against the decoder's limits and `req` (its crop
+// inside the image), and sets *crop (the whole image without one). Writes a
+// message into `msg` for kCorrupt and kBadRequest. No libjpeg calls.
+BodyStatus CheckDecodeRequest(const jpeg_decompress_struct& cinfo, const DecodeRequest& req,
+                              char* msg, PixelRect* crop) {
+  const int64_t w = cinfo.image_width, h = cinfo.image_height;
+  if (w > kMaxJpegSide || h > kMaxJpegSide) {
+    std::snprintf(msg, JMSG_LENGTH_MAX, "image %lldx%lld exceeds the decoder's limit (%d per side)",
+                  static_cast<long long>(w), static_cast<long long>(h), kMaxJpegSide);
+    return BodyStatus::kCorrupt;
+  }
+  // The caller words it with CheckPixelLimit (no std::string here: longjmp).
+  if (w * h > req.max_pixels) return BodyStatus::kOverPixelLimit;
+  *crop = PixelRect{0, 0, static_cast<int>(w), static_cast<int>(h)};
+  if (!req.crop) return BodyStatus::kOk;
+  const PixelRect& c = *req.crop;
+  if (c.width <= 0 || c.height <= 0 || c.x < 0 || c.y < 0 || int64_t{c.x} + c.width > w ||
+      int64_t{c.y} + c.height > h) {
+    std::snprintf(msg, JMSG_LENGTH_MAX,
+                  "crop (x=%d y=%d w=%d h=%d) is not inside the %lldx%lld image", c.x, c.y, c.width,
+                  c.height, static_cast<long long>(w), static_cast<long long>(h));
+    return BodyStatus::kBadRequest;
+  }
+  *crop = c;
+  return BodyStatus::kOk;
+}
+
+// The largest DCT scaling (1/8, 1/4, 1/2) that keeps the crop at least
+// req.min_width x req.min_height; 1 when neither is set.
+int DctScaleDenom(const PixelRect& crop, const DecodeRequest& req) {
+  if (req.min_width <= 0 && req.min_height <= 0) return 1;
+  for (int d8 : {8, 4, 2}) {
+    if (int64_t{crop.width} >= int64_t{req.min_width} * d8 &&
+        int64_t{crop.height} >= int64_t{req.min_height} * d8) {
+      return d8;
+    }
+  }
+  return 1;
+}
+
 // All libjpeg calls of a decode. It may longjmp out, so it creates no C++
 // objects with destructors; `out` is only resized (before any row is read).
 BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const DecodeRequest& req,
@@ -131,38 +171,11 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
   char* msg = d.err.message;
   jpeg_mem_src(cinfo, data.data(), static_cast<unsigned long>(data.size()));
   jpeg_read_header(cinfo, TRUE);
-
-  const int64_t w = cinfo->image_width, h = cinfo->image_height;
-  if (w > kMaxJpegSide || h > kMaxJpegSide) {
-    std::snprintf(msg, JMSG_LENGTH_MAX, "image %lldx%lld exceeds the decoder's limit (%d per side)",
-                  static_cast<long long>(w), static_cast<long long>(h), kMaxJpegSide);
-    return BodyStatus::kCorrupt;
+  PixelRect crop;
+  if (BodyStatus st = CheckDecodeRequest(*cinfo, req, msg, &crop); st != BodyStatus::kOk) {
+    return st;
   }
-  // The caller words it with CheckPixelLimit (no std::string here: longjmp).
-  if (w * h > req.max_pixels) return BodyStatus::kOverPixelLimit;
-
-  PixelRect crop{0, 0, static_cast<int>(w), static_cast<int>(h)};
-  if (req.crop) {
-    crop = *req.crop;
-    if (crop.width <= 0 || crop.height <= 0 || crop.x < 0 || crop.y < 0 ||
-        int64_t{crop.x} + crop.width > w || int64_t{crop.y} + crop.height > h) {
-      std::snprintf(msg, JMSG_LENGTH_MAX,
-                    "crop (x=%d y=%d w=%d h=%d) is not inside the %lldx%lld image", crop.x, crop.y,
-                    crop.width, crop.height, static_cast<long long>(w), static_cast<long long>(h));
-      return BodyStatus::kBadRequest;
-    }
-  }
-
-  int denom = 1;
-  if (req.min_width > 0 || req.min_height > 0) {
-    for (int d8 : {8, 4, 2}) {
-      if (int64_t{crop.width} >= int64_t{req.min_width} * d8 &&
-          int64_t{crop.height} >= int64_t{req.min_height} * d8) {
-        denom = d8;
-        break;
-      }
-    }
-  }
+  const int denom = DctScaleDenom(crop, req);
 
   const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
   const bool gray = req.color == OutputColor::kGray;
