@@ -303,16 +303,11 @@ namespace sluice::python {
 void BindPack(pybind11::module_& m);
 }  // namespace sluice::python
 
-PYBIND11_MODULE(_sluice, m) {
-  using namespace sluice;
-  using namespace sluice::python;
-  m.doc() = "Sluice's C++ core (bindings). Use the `sluice` package, not this module.";
-  m.attr("__version__") = SLUICE_VERSION;  // the VERSION file, through CMake
-  RegisterErrors(m);
-  BindTuning(m);
-  BindPack(m);
-  BindState(m);
+namespace sluice::python {
+namespace {
 
+// compile_spec and raise_error.
+void BindFunctions(py::module_& m) {
   m.def(
       "compile_spec",
       [](const std::string& spec, bool is_text, const std::string& out,
@@ -344,7 +339,10 @@ PYBIND11_MODULE(_sluice, m) {
       py::arg("code"), py::arg("message"), py::arg("hint") = "",
       "Raises the SluiceError subclass for `code` (an ErrorCodeName such as \"unsupported\"); "
       "lets the pure-Python layer raise through the same single conversion.");
+}
 
+// Plan: load, verify and what a plan says about itself.
+void BindPlan(py::module_& m) {
   py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan")
       .def_static(
           "load",
@@ -406,9 +404,10 @@ PYBIND11_MODULE(_sluice, m) {
         out["staged_batch_bytes"] = m.staged_batch_bytes;
         return out;
       });
+}
 
-  BindTensor(m);
-
+// Loader: batches, state, stats and traces.
+void BindLoader(py::module_& m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init([](std::shared_ptr<Plan> plan, int rank, int world_size, uint64_t epoch,
                        std::optional<uint64_t> seed, int threads, int prefetch, int in_flight,
@@ -465,4 +464,22 @@ PYBIND11_MODULE(_sluice, m) {
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
       .def_property_readonly("batch_size", &PyLoader::batch_size)
       .def_property_readonly("dataset_size", &PyLoader::dataset_size);
+}
+
+}  // namespace
+}  // namespace sluice::python
+
+PYBIND11_MODULE(_sluice, m) {
+  using namespace sluice;
+  using namespace sluice::python;
+  m.doc() = "Sluice's C++ core (bindings). Use the `sluice` package, not this module.";
+  m.attr("__version__") = SLUICE_VERSION;  // the VERSION file, through CMake
+  RegisterErrors(m);
+  BindTuning(m);
+  BindPack(m);
+  BindState(m);
+  BindFunctions(m);
+  BindPlan(m);
+  BindTensor(m);
+  BindLoader(m);
 }
