@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs the runtime tests (decode, sources, sampling, exec, loader) under a
+# Runs the runtime tests (decode, sources and tar/, sampling, exec, loader) under a
 # sanitizer. Invoked by ctest (label `sanitizers`):
 #   tests/sanitizers/run.sh SANITIZERS PATH/TO/sluice BUILD_DIR
 # SANITIZERS: address, thread, undefined, or a comma-separated list of them.

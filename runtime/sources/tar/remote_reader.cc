@@ -28,6 +28,8 @@ struct RemoteShardReader::Group {
   int remaining = 0;       // members not yet read
   bool coalesced = false;  // planned for two or more samples
   bool queued = false;     // in prefetch_queue_ (once)
+  int readers = 0;         // reads waiting for `bytes` (the lock released)
+  bool dropped = false;    // unplanned: `bytes` is recycled once readers is 0
 };
 
 // A whole shard in memory (kShardStream).
@@ -118,6 +120,12 @@ Status RemoteShardReader::Read(const Range& r, uint8_t* out) {
   return whole_shards_ ? ReadStream(r, out) : ReadRandom(r, out);
 }
 
+void RemoteShardReader::HoldGroupLocked(const std::shared_ptr<Group>& g) { ++g->readers; }
+
+void RemoteShardReader::ReleaseGroupLocked(const std::shared_ptr<Group>& g) {
+  if (--g->readers == 0 && g->dropped) RecycleGroupBufferLocked(g);
+}
+
 std::optional<Status> RemoteShardReader::ReadIfReady(const Range& range, uint8_t* out) {
   std::lock_guard lock(mutex_);
   if (cancelled_) return std::nullopt;  // Read says so
@@ -168,7 +176,7 @@ void RemoteShardReader::WillRead(std::span<const Range> ranges) {
 
 // ---- kRandom: coalesced range requests ----
 
-void RemoteShardReader::DropGroupLocked(const std::shared_ptr<Group>& g) {
+void RemoteShardReader::DropGroupLocked(std::shared_ptr<Group> g) {
   for (uint64_t i : g->members) {
     auto it = planned_.find(i);
     if (it != planned_.end() && it->second == g) planned_.erase(it);
@@ -179,8 +187,13 @@ void RemoteShardReader::DropGroupLocked(const std::shared_ptr<Group>& g) {
     groups_.erase(it);
     planned_bytes_ -= g->length;
   }
-  // Readers copy under the lock, so only a request in flight still uses the
-  // bytes: keep the buffer for a later group otherwise.
+  g->dropped = true;
+  if (g->readers == 0) RecycleGroupBufferLocked(g);
+}
+
+void RemoteShardReader::RecycleGroupBufferLocked(const std::shared_ptr<Group>& g) {
+  // No read holds the bytes; a request in flight still writes them
+  // (kLoading). Otherwise keep the buffer for a later group.
   if (g->state != Group::kLoading && g->bytes.size > 0 && spare_buffers_.size() < 64 &&
       spare_bytes_ + g->bytes.size <= kMaxSpareBytes) {
     spare_bytes_ += g->bytes.size;
@@ -258,6 +271,9 @@ Status RemoteShardReader::ReadRandom(const Range& r, uint8_t* out) {
   std::shared_ptr<Group> g = it->second;
   planned_.erase(it);
   std::erase(g->members, r.index);
+  // Held from here: a budget that drops g (PlanLocked) while this read waits
+  // for it must not recycle its buffer.
+  HoldGroupLocked(g);
   if (g->state == Group::kIdle) {
     g->state = Group::kLoading;
     LoadGroup(g, lock);
@@ -265,10 +281,10 @@ Status RemoteShardReader::ReadRandom(const Range& r, uint8_t* out) {
   ready_.wait(lock, [&] { return g->state != Group::kLoading || cancelled_; });
   const bool done = g->state == Group::kDone;
   if (done && g->coalesced) ++counters_.coalesced_samples;
-  if (done) {
-    // Under the lock: the buffer is recycled once the group is dropped.
-    std::memcpy(out, g->bytes.data.get() + (r.offset - g->offset), r.length);
-  }
+  // Under the lock: the buffer is recycled once the group is dropped and
+  // no read holds it.
+  if (done) std::memcpy(out, g->bytes.data.get() + (r.offset - g->offset), r.length);
+  ReleaseGroupLocked(g);
   if (--g->remaining <= 0 || !done) DropGroupLocked(g);
   if (g->state == Group::kLoading) return CancelledError();
   lock.unlock();

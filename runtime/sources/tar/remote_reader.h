@@ -158,7 +158,14 @@ class RemoteShardReader {
   Status ReadRandom(const Range& r, uint8_t* out);
   Status ReadStream(const Range& r, uint8_t* out);
   void PlanLocked(std::span<const Range> ranges);
-  void DropGroupLocked(const std::shared_ptr<Group>& g);
+  // Unplans g; its buffer goes back to the spares once it has no reader.
+  // By value: the caller may pass groups_'s own element, which this erases.
+  void DropGroupLocked(std::shared_ptr<Group> g);
+  void RecycleGroupBufferLocked(const std::shared_ptr<Group>& g);
+  // A read waiting for g's bytes holds g: the buffer is kept until the read
+  // lets go, even when the group is dropped meanwhile (by the budget).
+  void HoldGroupLocked(const std::shared_ptr<Group>& g);
+  void ReleaseGroupLocked(const std::shared_ptr<Group>& g);
   // Frees memory until `bytes` more fit; `force` may evict shards that still
   // have announced reads. False when not possible.
   bool MakeRoomLocked(uint64_t bytes, bool force);
