@@ -57,22 +57,8 @@ for b in "$OUT"/bin/*; do
   fi
 done
 
-# Shared libraries: everything ldd resolves except glibc's own (present on any
-# Linux) and the CUDA driver (the machine's, dlopened at run time).
-is_system_lib() {
-  case "$1" in
-    linux-vdso.so.*|ld-linux*.so.*|libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*) return 0 ;;
-    libcuda.so.*) return 0 ;;
-    *) return 1 ;;
-  esac
-}
-for b in "$OUT"/bin/*; do
-  ldd "$b" | awk '/=> \// {print $1, $3}' | while read -r name path; do
-    is_system_lib "$name" && continue
-    [[ -e "$OUT/lib/$name" ]] || cp -L "$path" "$OUT/lib/$name"
-  done
-done
-strip --strip-unneeded "$OUT"/lib/* 2>/dev/null || true
+# Shared libraries: everything ldd resolves except glibc's own and the CUDA driver.
+"$ROOT/scripts/bundle_libs.sh" "$OUT/lib" "$OUT"/bin/*
 
 # Plans, compiled here (the device machine has no compiler).
 "$BUILD/sluice" compile "$ROOT/tests/runtime/loader/loader_test.yaml" \

@@ -28,15 +28,8 @@ OUT="$(cd "$OUT" && pwd)"
 cp "$BUILD/sluice_e2e_loader" "$BUILD/sluice_make_dataset" "$OUT/"
 cp "$(command -v nginx)" "$ECHO_MODULE" "$OUT/nginx/"
 strip --strip-debug "$OUT/sluice_e2e_loader" "$OUT/sluice_make_dataset"
-for b in "$OUT/sluice_e2e_loader" "$OUT/sluice_make_dataset" "$OUT"/nginx/*; do
-  ldd "$b" | awk '/=> \// {print $1, $3}' | while read -r name path; do
-    case "$name" in
-      libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*) continue ;;
-    esac
-    [[ -e "$OUT/lib/$name" ]] || cp -L "$path" "$OUT/lib/$name"
-  done
-done
-strip --strip-unneeded "$OUT"/lib/* 2>/dev/null || true
+"$ROOT/scripts/bundle_libs.sh" "$OUT/lib" "$OUT/sluice_e2e_loader" "$OUT/sluice_make_dataset" \
+  "$OUT"/nginx/*
 if ldd "$OUT/sluice_e2e_loader" | grep -qi -E 'halide|llvm'; then
   echo "device_kit: sluice_e2e_loader links Halide or LLVM" >&2
   exit 1

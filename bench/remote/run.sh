@@ -72,10 +72,13 @@ mkdir -p "$WORK"
 # event loop (io_threads 1: what the auto count of loops buys on a many-core
 # machine), shuffle with 32 connections (so 32 prefetched requests), shard_shuffle.
 spec=examples/imagenet_train_shards.yaml
-sed 's/^  order: shuffle/  order: shuffle/' "$spec" >"$WORK/shuffle.yaml"
-sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {hedge_delay_s: 0}/' "$spec" >"$WORK/nohedge.yaml"
-sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {io_threads: 1}/' "$spec" >"$WORK/shuffle_io1.yaml"
-sed 's/^  path: \${DATA}.*/  path: ${DATA}\n  remote: {max_connections: 32}/' "$spec" >"$WORK/shuffle_c32.yaml"
+with_remote() {  # NAME KNOBS: the spec with `remote: {KNOBS}` under its path
+  sed "s/^  path: \\\${DATA}.*/  path: \${DATA}\\n  remote: {$2}/" "$spec" >"$WORK/$1.yaml"
+}
+cp "$spec" "$WORK/shuffle.yaml"
+with_remote nohedge "hedge_delay_s: 0"
+with_remote shuffle_io1 "io_threads: 1"
+with_remote shuffle_c32 "max_connections: 32"
 sed 's/^  order: shuffle/  order: shard_shuffle/' "$spec" >"$WORK/shard_shuffle.yaml"
 for p in shuffle nohedge shuffle_io1 shuffle_c32 shard_shuffle; do
   if [[ -x "$BUILD/sluice" ]]; then

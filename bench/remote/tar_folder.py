@@ -48,7 +48,7 @@ def main():
         key = "%09d" % i
         add(tar, key + ".jpg", jpg)
         add(tar, key + ".cls", str(label).encode())
-        size += len(jpg) + 1536
+        size += len(jpg) + 3 * 512  # two headers, and the .cls member padded to a block
     if tar is not None:
         tar.close()
     print("tar_folder: %d shard(s) in %s" % (shard + 1, a.out))

@@ -17,26 +17,35 @@ namespace {
 
 using namespace remote_testing;
 
+// Reads `reads` ranges of `length` bytes of blob.bin at `url` from each of
+// `threads` threads at once (offsets spread over the blob); the number of
+// reads that failed or returned other bytes than `blob`.
+int BadConcurrentReads(ObjectStore& store, const std::string& url, const std::vector<uint8_t>& blob,
+                       int threads, int reads, uint64_t length) {
+  std::vector<std::thread> pool;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < reads; ++i) {
+        const uint64_t offset =
+            static_cast<uint64_t>(t * 100003 + i * 7919) % (blob.size() - length);
+        std::vector<uint8_t> got(length);
+        auto st = store.ReadRange(url, offset, length, got.data());
+        if (!st || !std::equal(got.begin(), got.end(), blob.begin() + offset)) ++bad;
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return bad.load();
+}
+
 TEST_F(HttpStoreTest, HttpRangeReadsAndStreamMatchTheFile) {
   ServerProcess& http = Http();
   ASSERT_FALSE(HasFailure());
   auto store = Open(http.url(), Fast());
   ExpectSameBytes(*store, http.url() + "/data/blob.bin");
   // Many threads at once over the shared connection pool.
-  std::vector<std::thread> threads;
-  std::atomic<int> bad{0};
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 20; ++i) {
-        const uint64_t offset = static_cast<uint64_t>(t * 100003 + i * 7919) % (kBlobSize - 5000);
-        std::vector<uint8_t> got(5000);
-        auto st = store->ReadRange(http.url() + "/data/blob.bin", offset, 5000, got.data());
-        if (!st || !std::equal(got.begin(), got.end(), blob_->begin() + offset)) ++bad;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(BadConcurrentReads(*store, http.url() + "/data/blob.bin", *blob_, 8, 20, 5000), 0);
   const RequestStats s = store->stats();
   EXPECT_EQ(s.retries, 0u);
   EXPECT_EQ(s.failures, 0u);
@@ -420,20 +429,7 @@ TEST_F(HttpStoreTest, SeveralIoThreadsGiveTheSameBytesAndHedgeAcrossLoops) {
   o.io_threads = 3;
   auto store = Open(http.url(), o);
   ExpectSameBytes(*store, http.url() + "/data/blob.bin");
-  std::vector<std::thread> threads;
-  std::atomic<int> bad{0};
-  for (int t = 0; t < 6; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 20; ++i) {
-        const uint64_t offset = static_cast<uint64_t>(t * 65537 + i * 4099) % (kBlobSize - 3000);
-        std::vector<uint8_t> got(3000);
-        auto st = store->ReadRange(http.url() + "/data/blob.bin", offset, 3000, got.data());
-        if (!st || !std::equal(got.begin(), got.end(), blob_->begin() + offset)) ++bad;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(BadConcurrentReads(*store, http.url() + "/data/blob.bin", *blob_, 6, 20, 3000), 0);
   EXPECT_EQ(store->stats().failures, 0u);
 
   // A stalled first request is hedged on the next loop, and the loser is
