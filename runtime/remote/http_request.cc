@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "runtime/remote/s3_listing.h"
@@ -129,7 +130,12 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   return size * nmemb;
 }
 
-long Millis(double seconds) { return std::max<long>(1, static_cast<long>(seconds * 1000)); }
+// Rounded up, so that curl's timeout never ends a transfer before the
+// deadline it stands for (a retry loop would then see time left and send a
+// pointless last attempt of a millisecond).
+long Millis(double seconds) {
+  return std::max<long>(1, static_cast<long>(std::ceil(seconds * 1000)));
+}
 
 std::string Hint403(const Target& t, const AwsConfig* aws) {
   if (!t.s3) return "the server refused access: check the URL and the server's access rules";
