@@ -9,6 +9,7 @@
 #include <span>
 #include <thread>
 
+#include "common/usable_cores.h"
 #include "compiler/cost/cost_model.h"
 #include "runtime/decode/image_buffer.h"
 #include "runtime/decode/image_decoder.h"
@@ -183,9 +184,7 @@ Result<DataScan> ScanDataset(const runtime::Source& source, const std::string& f
   scan.full_decode = options.full_decode;
   scan.samples = source.size();
   scan.class_names = source.class_names();
-  int threads = options.threads > 0
-                    ? options.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0 ? options.threads : UsableCores();
   threads = static_cast<int>(std::min<uint64_t>(threads, std::max<uint64_t>(1, scan.samples)));
   // Header reads and decodes with the decode_image defaults (rgb, no alpha).
   const runtime::ImageDecoder decoder(runtime::JpegDecoder::Options{}, runtime::PngOptions{});

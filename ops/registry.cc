@@ -268,7 +268,10 @@ const std::vector<ParamDef>& OutputParams() {
                         "decides), cpu, cuda or cuda:N.",
                  .default_value = VStr("auto")},
         knob("cpu_budget", "CPU cores the loader may use; auto leaves the rest to the trainer."),
-        knob("threads", "Worker threads; auto lets the tuner pick within cpu_budget."),
+        knob("threads",
+             "Worker threads; auto lets the tuner pick within cpu_budget, else one per "
+             "CPU this process may use (its CPU affinity, capped by its cgroup's CPU "
+             "quota)."),
         knob("prefetch", "Finished batches queued ahead of the trainer; auto tunes it."),
         knob("in_flight", "Samples being processed at once (bounds memory); auto tunes it."),
         ParamDef{.name = "ordering",

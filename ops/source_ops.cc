@@ -57,8 +57,8 @@ std::vector<ParamDef> RemoteFields() {
       ParamDef{.name = "io_threads",
                .type = ParamType::kInt,
                .doc = "curl event loops (threads) that send the requests, each with its share of "
-                      "the connections; 0 = auto: one per 4 hardware threads, 1 to 4; never "
-                      "more than max_connections.",
+                      "the connections; 0 = auto: one per 4 CPUs this process may use, 1 to 4; "
+                      "never more than max_connections.",
                .default_value = VInt(0),
                .min = 0.0,
                .max = 64.0},

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <thread>
 
+#include "common/usable_cores.h"
 #include "pack/shrink.h"
 #include "runtime/sources/tar/index_store.h"
 #include "runtime/sources/tar/shard_index.h"
@@ -232,9 +232,7 @@ Status CheckOptions(const PackOptions& options) {
 
 Result<PackSummary> PackSource(const Source& source, const PackOptions& options) {
   SLUICE_RETURN_IF_ERROR(CheckOptions(options));
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : UsableCores();
   tbb::task_arena arena(threads);
   std::vector<PreparedSample> window(static_cast<size_t>(threads) * 16);
   tar::IndexWriter index{tar::FieldMapping{}};  // images jpg/jpeg/png, labels cls

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/report/svg_chart.h"
+#include "common/usable_cores.h"
 
 namespace sluice::cli::report {
 namespace {
@@ -244,7 +245,8 @@ std::vector<std::pair<std::string, std::string>> MachineSummary() {
   const std::string cpu = ProcValue("/proc/cpuinfo", "model name");
   rows.emplace_back("CPU", (cpu.empty() ? std::string("unknown") : cpu) + " (" +
                                std::to_string(std::thread::hardware_concurrency()) +
-                               " hardware threads)");
+                               " hardware threads, " + std::to_string(UsableCores()) +
+                               " usable by this process)");
   const std::string mem = ProcValue("/proc/meminfo", "MemTotal");
   if (!mem.empty()) {
     rows.emplace_back("memory", Num(std::strtod(mem.c_str(), nullptr) / 1048576.0, 1) + " GiB");

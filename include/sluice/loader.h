@@ -87,7 +87,8 @@ struct LoaderOptions {
   uint64_t epoch = 0;            // first epoch
   std::optional<uint64_t> seed;  // overrides sampling.seed
   // Knob overrides; -1 = the plan's value, where "auto" means: threads =
-  // cpu_budget or the hardware concurrency; in_flight = threads (each worker
+  // cpu_budget or the CPUs this process may use (its CPU affinity, capped
+  // by its cgroup's CPU quota: a container's CPU limit); in_flight = threads (each worker
   // holds one sample, so an in_flight above threads changes nothing and one
   // below it leaves workers idle); prefetch = 2.
   // When threads, in_flight and prefetch all come from the auto rule (no

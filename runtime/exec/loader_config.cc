@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <optional>
-#include <thread>
 
+#include "common/usable_cores.h"
 #include "ops/registry.h"
 #include "plan/plan_document.h"
 #include "runtime/device/cuda_driver.h"
@@ -311,7 +311,7 @@ Status ResolveKnobs(const Plan& p, const LoaderOptions& options, const LoaderEnv
   int64_t threads = options.threads > 0 ? options.threads : IntOr(out, "threads", -1);
   if (threads <= 0) threads = tuned.threads;
   if (threads <= 0) threads = IntOr(out, "cpu_budget", -1);
-  if (threads <= 0) threads = std::max(1u, env.hardware_concurrency);
+  if (threads <= 0) threads = std::max(1u, env.usable_cores);
   int64_t in_flight = options.in_flight > 0 ? options.in_flight : IntOr(out, "in_flight", -1);
   if (in_flight <= 0) in_flight = tuned.in_flight;
   if (in_flight <= 0) in_flight = threads;  // one sample per worker
@@ -348,7 +348,7 @@ void ResolveReadAheadBudget(const Plan& p, LoaderConfig& c) {
 
 LoaderEnvironment LoaderEnvironment::FromProcess(std::function<Status(int ordinal)> open_gpu) {
   LoaderEnvironment env;
-  env.hardware_concurrency = std::thread::hardware_concurrency();
+  env.usable_cores = static_cast<unsigned>(UsableCores());
   env.distributed = DistributedEnvFromEnvironment();
   env.open_gpu = std::move(open_gpu);
   return env;

@@ -123,7 +123,7 @@ struct LoaderConfig {
 
 // What the loader needs to know about the process it runs in.
 struct LoaderEnvironment {
-  unsigned hardware_concurrency = 1;  // 0 = unknown (counts as 1)
+  unsigned usable_cores = 1;  // UsableCores() (common/usable_cores.h); 0 counts as 1
   // RANK / WORLD_SIZE (torchrun), consulted only when neither the options nor
   // the plan set the sharding; an error here is Create's error then.
   Result<DistributedEnv> distributed = DistributedEnv{};
@@ -131,7 +131,7 @@ struct LoaderEnvironment {
   // an error says why it is not usable. Null = no device.
   std::function<Status(int ordinal)> open_gpu;
 
-  // This process: std::thread::hardware_concurrency() and
+  // This process: UsableCores() and
   // DistributedEnvFromEnvironment(), with `open_gpu` as given.
   static LoaderEnvironment FromProcess(std::function<Status(int ordinal)> open_gpu);
 };

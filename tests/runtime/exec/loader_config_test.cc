@@ -24,7 +24,7 @@ using runtime::ResolveLoaderConfig;
 // the calls of open_gpu in *gpu_calls.
 LoaderEnvironment Env(unsigned cores = 6, int* gpu_calls = nullptr) {
   LoaderEnvironment env;
-  env.hardware_concurrency = cores;
+  env.usable_cores = cores;
   env.distributed = runtime::DistributedEnv{};
   env.open_gpu = [gpu_calls](int) -> Status {
     if (gpu_calls) ++*gpu_calls;
