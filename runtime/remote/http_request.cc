@@ -1,6 +1,7 @@
 #include "runtime/remote/http_request.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -212,6 +213,19 @@ Result<Target> ResolveTarget(const std::string& url, const AwsConfig* aws) {
   if (t.bucket.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "s3 URL '" + url + "' has no bucket",
                      "write s3://BUCKET/KEY");
+  }
+  // The bucket goes into the request's host or path unencoded: only the
+  // characters a bucket name may hold (AWS: lower-case letters, digits, dots
+  // and hyphens; older buckets and GCS also upper case and underscores).
+  const bool bucket_ok =
+      t.bucket.size() <= 255 && std::all_of(t.bucket.begin(), t.bucket.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '.' || c == '-' || c == '_';
+      });
+  if (!bucket_ok) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "s3 URL '" + url + "' has an invalid bucket name '" + t.bucket + "'",
+                     "a bucket name holds only letters, digits, dots, hyphens and underscores "
+                     "(at most 255); write s3://BUCKET/KEY");
   }
   const std::string key = UriEncode(t.key, true);
   if (!aws->endpoint.empty()) {

@@ -13,12 +13,11 @@ namespace sluice::runtime::tar {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr size_t kMaxNames = 1000000;
-
 // The alternatives of a brace group's inside: split at top-level commas, or
 // an integer range; nullopt when it is neither (the group stays literal) or
-// when the range is longer than kMaxNames (`too_many` set).
-std::optional<std::vector<std::string>> Alternatives(std::string_view inside, bool& too_many) {
+// when the range is longer than `max_names` (`too_many` set).
+std::optional<std::vector<std::string>> Alternatives(std::string_view inside, size_t max_names,
+                                                     bool& too_many) {
   std::vector<std::string> parts;
   int depth = 0;
   size_t start = 0;
@@ -51,7 +50,7 @@ std::optional<std::vector<std::string>> Alternatives(std::string_view inside, bo
   const size_t width = padded(a) || padded(b) ? std::max(a.size(), b.size()) : 0;
   const int64_t step = lo <= hi ? 1 : -1;
   const uint64_t count = static_cast<uint64_t>(lo <= hi ? hi - lo : lo - hi) + 1;
-  if (count > kMaxNames) {
+  if (count > max_names) {
     too_many = true;
     return std::nullopt;
   }
@@ -65,39 +64,114 @@ std::optional<std::vector<std::string>> Alternatives(std::string_view inside, bo
   return parts;
 }
 
-// Expands the first expandable brace group at or after `from` and recurses.
-Status Expand(const std::string& s, size_t from, std::vector<std::string>& out) {
-  for (size_t open = s.find('{', from); open != std::string::npos; open = s.find('{', open + 1)) {
-    int depth = 0;
-    size_t close = std::string::npos;
-    for (size_t i = open; i < s.size(); ++i) {
-      if (s[i] == '{') ++depth;
-      if (s[i] == '}' && --depth == 0) {
-        close = i;
-        break;
+// How many names an expansion gives, and their total length.
+struct ExpansionSize {
+  uint64_t names = 0, bytes = 0;
+};
+
+// Brace expansion of one pattern within limits: Measure first, so that a
+// pattern over them fails at once, then Expand.
+class BraceExpander {
+ public:
+  BraceExpander(std::string_view pattern, const BraceLimits& limits)
+      : pattern_(pattern), limits_(limits) {}
+
+  // An expandable brace group: where its braces are, and its alternatives.
+  struct Group {
+    size_t open = 0, close = 0;
+    std::vector<std::string> alts;
+  };
+
+  bool Over(const ExpansionSize& size) const {
+    return size.names > limits_.max_names || size.bytes > limits_.max_bytes;
+  }
+
+  Error TooMany() const {
+    return Error{ErrorCode::kInvalidArgument,
+                 "brace pattern '" + pattern_ + "' names over " +
+                     std::to_string(limits_.max_names) + " shards or " +
+                     std::to_string(limits_.max_bytes >> 20) + " MiB of names",
+                 "name fewer shards per tar_shards path",
+                 {}};
+  }
+
+  // The first expandable brace group of `s` at or after `from`; nullopt when
+  // there is none (the rest is literal).
+  Result<std::optional<Group>> NextGroup(const std::string& s, size_t from) const {
+    for (size_t open = s.find('{', from); open != std::string::npos; open = s.find('{', open + 1)) {
+      int depth = 0;
+      size_t close = std::string::npos;
+      for (size_t i = open; i < s.size(); ++i) {
+        if (s[i] == '{') ++depth;
+        if (s[i] == '}' && --depth == 0) {
+          close = i;
+          break;
+        }
       }
+      if (close == std::string::npos) break;  // unmatched: the rest is literal
+      bool too_many = false;
+      auto alts = Alternatives(std::string_view(s).substr(open + 1, close - open - 1),
+                               limits_.max_names, too_many);
+      if (too_many) return std::unexpected(TooMany());
+      if (alts) return Group{open, close, std::move(*alts)};
+      // A literal group; look further right.
     }
-    if (close == std::string::npos) break;  // unmatched: the rest is literal
-    bool too_many = false;
-    auto alts = Alternatives(std::string_view(s).substr(open + 1, close - open - 1), too_many);
-    if (too_many) {
-      return MakeError(ErrorCode::kInvalidArgument, "brace pattern '" + s + "' names over " +
-                                                        std::to_string(kMaxNames) + " shards");
+    return std::nullopt;
+  }
+
+  // The size of Expand(s, from) without making the names. An alternative
+  // without a brace leaves the rest of `s` to expand alike whatever it is:
+  // that rest is measured once. Stops as soon as the size is Over().
+  Result<ExpansionSize> Measure(const std::string& s, size_t from) const {
+    auto group = NextGroup(s, from);
+    if (!group) return std::unexpected(group.error());
+    if (!*group) return ExpansionSize{1, s.size()};
+    const Group& g = **group;
+    ExpansionSize total;
+    std::optional<ExpansionSize> rest;
+    for (const std::string& alt : g.alts) {
+      ExpansionSize one;
+      if (alt.find('{') == std::string::npos) {
+        if (!rest) {
+          auto r = Measure(s.substr(g.close + 1), 0);
+          if (!r || Over(*r)) return r;
+          rest = *r;
+        }
+        one = {rest->names, rest->bytes + rest->names * (g.open + alt.size())};
+      } else {
+        auto r = Measure(s.substr(0, g.open) + alt + s.substr(g.close + 1), g.open);
+        if (!r) return r;
+        one = *r;
+      }
+      total.names += one.names;
+      total.bytes += one.bytes;
+      if (Over(total)) return total;
     }
-    if (!alts) continue;  // literal group; look further right
-    for (const std::string& alt : *alts) {
+    return total;
+  }
+
+  // Expands the first expandable brace group of `s` at or after `from` and
+  // recurses (within the limits once Measure has passed).
+  Status Expand(const std::string& s, size_t from, std::vector<std::string>& out) const {
+    auto group = NextGroup(s, from);
+    if (!group) return std::unexpected(group.error());
+    if (!*group) {
+      out.push_back(s);
+      return Ok();
+    }
+    const Group& g = **group;
+    for (const std::string& alt : g.alts) {
       // Re-scan from the group's start: the alternative may hold nested groups.
-      SLUICE_RETURN_IF_ERROR(Expand(s.substr(0, open) + alt + s.substr(close + 1), open, out));
-      if (out.size() > kMaxNames) {
-        return MakeError(ErrorCode::kInvalidArgument, "brace pattern '" + s + "' names over " +
-                                                          std::to_string(kMaxNames) + " shards");
-      }
+      SLUICE_RETURN_IF_ERROR(
+          Expand(s.substr(0, g.open) + alt + s.substr(g.close + 1), g.open, out));
     }
     return Ok();
   }
-  out.push_back(s);
-  return Ok();
-}
+
+ private:
+  std::string pattern_;
+  BraceLimits limits_;
+};
 
 Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
   std::vector<std::string> paths;
@@ -119,9 +193,15 @@ Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
 
 }  // namespace
 
-Result<std::vector<std::string>> ExpandBraces(std::string_view pattern) {
+Result<std::vector<std::string>> ExpandBraces(std::string_view pattern, const BraceLimits& limits) {
+  const BraceExpander expander(pattern, limits);
+  const std::string whole(pattern);
+  auto size = expander.Measure(whole, 0);
+  if (!size) return std::unexpected(size.error());
+  if (expander.Over(*size)) return std::unexpected(expander.TooMany());
   std::vector<std::string> out;
-  SLUICE_RETURN_IF_ERROR(Expand(std::string(pattern), 0, out));
+  out.reserve(size->names);
+  SLUICE_RETURN_IF_ERROR(expander.Expand(whole, 0, out));
   return out;
 }
 

@@ -16,8 +16,13 @@ namespace sluice::runtime::tar {
 // nested and repeated groups (the cartesian product, left to right). A brace
 // group with neither a top-level comma nor a range, or without its closing
 // brace, stays literal. Errors: kInvalidArgument when the expansion would
-// exceed 1,000,000 names.
-Result<std::vector<std::string>> ExpandBraces(std::string_view pattern);
+// exceed the limits (checked before any name is made).
+struct BraceLimits {
+  size_t max_names = 1000000;
+  size_t max_bytes = size_t{64} << 20;  // the names' total length
+};
+Result<std::vector<std::string>> ExpandBraces(std::string_view pattern,
+                                              const BraceLimits& limits = {});
 
 // The shard files `path` names, each once, in order:
 //  - an existing directory: its non-hidden regular files ending in ".tar",

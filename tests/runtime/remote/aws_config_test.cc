@@ -122,6 +122,17 @@ TEST(S3UrlTest, PathStyleForCustomEndpointsVirtualHostedForAws) {
   EXPECT_FALSE(ResolveTarget("s3:///key", &aws));
   EXPECT_FALSE(ResolveTarget("s3://bucket/key", nullptr));  // a store opened for HTTP
   EXPECT_FALSE(ResolveTarget("ftp://host/x", &aws));
+  // A bucket goes into the host or path unencoded: only bucket-name characters.
+  EXPECT_TRUE(ResolveTarget("s3://Old_Bucket-1.x/k", &aws));
+  for (const char* bad : {"s3://a#b/k", "s3://a?b/k", "s3://a b/k", "s3://user@host/k",
+                          "s3://a%2Fb/k", "s3://host:9000/k"}) {
+    auto r = ResolveTarget(bad, &aws);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.error().message.find("invalid bucket name"), std::string::npos) << bad;
+    EXPECT_NE(r.error().hint.find("s3://BUCKET/KEY"), std::string::npos) << bad;
+  }
+  EXPECT_FALSE(ResolveTarget("s3://" + std::string(256, 'b') + "/k", &aws));
   t = ResolveTarget("HTTPS://host/x?y=1", nullptr);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->http_url, "HTTPS://host/x?y=1");

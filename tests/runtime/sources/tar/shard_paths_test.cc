@@ -35,6 +35,23 @@ TEST(ExpandBraces, RangesListsNestingAndLiterals) {
   ASSERT_FALSE(huge.has_value());
   EXPECT_EQ(huge.error().code, ErrorCode::kInvalidArgument);
   EXPECT_FALSE(ExpandBraces("{0..999}{0..999}{0..9}").has_value());
+  // Fewer than 1,000,000 names, but long ones: over 64 MiB of text.
+  auto long_names = ExpandBraces(std::string(100, 'x') + "{0..999}{0..999}");
+  ASSERT_FALSE(long_names.has_value());
+  EXPECT_EQ(long_names.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(long_names.error().message.find("64 MiB"), std::string::npos);
+  EXPECT_FALSE(long_names.error().hint.empty());
+  EXPECT_EQ(ExpandBraces(std::string(50, 'x') + "{0..999}{0..999}")->size(), 1000000u);
+  // The limit counts nested groups exactly: 999 * 1000 + 1000 names is at it,
+  // 1000 * 1000 + 1000 over it.
+  EXPECT_EQ(ExpandBraces("{x{0..998},y}{0..999}")->size(), 1000000u);
+  EXPECT_FALSE(ExpandBraces("{x{0..999},y}{0..999}").has_value());
+  EXPECT_FALSE(ExpandBraces("{{0..999},{0..999}}{0..999}").has_value());
+  EXPECT_EQ(Expand("{a,{b,c}x}{1,2}"), (V{"a1", "a2", "bx1", "bx2", "cx1", "cx2"}));
+  // Other limits (the fuzz harness's): 4 names of 2 bytes.
+  EXPECT_TRUE(ExpandBraces("{a,b}{1,2}", {.max_names = 4, .max_bytes = 8}).has_value());
+  EXPECT_FALSE(ExpandBraces("{a,b}{1,2,3}", {.max_names = 4, .max_bytes = 100}).has_value());
+  EXPECT_FALSE(ExpandBraces("{a,b}{1,2}", {.max_names = 4, .max_bytes = 7}).has_value());
 }
 
 TEST(ResolveShardPaths, DirectoryGlobBracesAndMissing) {
