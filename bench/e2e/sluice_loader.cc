@@ -66,109 +66,92 @@ int Usage() {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string plan_path, data_dir;
-  const auto started = std::chrono::steady_clock::now();
-  int threads = -1, batches = 8, warmup = 1;
-  std::string name;
+struct Args {
+  std::string plan_path, data_dir, name;
+  int batches = 8, warmup = 1;
   sluice::LoaderOptions options;
+};
+
+// The command line (see the file comment); false on a usage error.
+bool ParseArgs(int argc, char** argv, Args& args) {
+  sluice::LoaderOptions& options = args.options;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     auto value = [&](int& out) { return i + 1 < argc && ParseInt(argv[++i], out); };
     if (arg == "--threads") {
-      if (!value(threads) || threads < 1) return Usage();
+      if (!value(options.threads) || options.threads < 1) return false;
     } else if (arg == "--batches") {
-      if (!value(batches) || batches < 1) return Usage();
+      if (!value(args.batches) || args.batches < 1) return false;
     } else if (arg == "--warmup") {
-      if (!value(warmup)) return Usage();
+      if (!value(args.warmup)) return false;
     } else if (arg == "--dct-scaling") {
       options.dct_scaling = true;
     } else if (arg == "--device") {
-      if (i + 1 >= argc) return Usage();
+      if (i + 1 >= argc) return false;
       options.device = argv[++i];
     } else if (arg == "--name") {
-      if (i + 1 >= argc) return Usage();
-      name = argv[++i];
+      if (i + 1 >= argc) return false;
+      args.name = argv[++i];
     } else if (arg == "--no-wait") {
       options.wait_for_device = false;
     } else if (arg.starts_with("-")) {
-      return Usage();
-    } else if (plan_path.empty()) {
-      plan_path = arg;
-    } else if (data_dir.empty()) {
-      data_dir = arg;
+      return false;
+    } else if (args.plan_path.empty()) {
+      args.plan_path = arg;
+    } else if (args.data_dir.empty()) {
+      args.data_dir = arg;
     } else {
-      return Usage();
+      return false;
     }
   }
-  if (plan_path.empty() || data_dir.empty()) return Usage();
-  options.threads = threads;
+  if (args.name.empty()) args.name = options.dct_scaling ? "sluice_dct" : "sluice";
+  return !args.plan_path.empty() && !args.data_dir.empty();
+}
 
-  auto plan = sluice::Plan::Load(plan_path, {{"DATA", data_dir}});
-  if (!plan) {
-    std::fprintf(stderr, "%s\n", plan.error().ToString().c_str());
-    return 1;
-  }
-  auto loader = sluice::Loader::Create(*plan, options);
-  if (!loader) {
-    std::fprintf(stderr, "%s\n", loader.error().ToString().c_str());
-    return 1;
-  }
-  if (loader->batches_per_epoch() == 0) {
-    std::fprintf(stderr, "sluice_e2e_loader: no batches (%zu samples, batch size %lld)\n",
-                 loader->dataset_size(), static_cast<long long>(loader->batch_size()));
-    return 1;
-  }
+double PeakRssMb() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
 
-  // Takes one batch, skipping end-of-epoch markers; false on error.
-  auto take = [&]() -> bool {
-    while (true) {
-      auto next = loader->Next();
-      if (!next) {
-        std::fprintf(stderr, "%s\n", next.error().ToString().c_str());
-        return false;
-      }
-      if (*next) return true;  // released at the end of this scope
+double CpuSeconds() {  // user + system time of the whole process so far
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Takes one batch, skipping end-of-epoch markers; false on error.
+bool Take(sluice::Loader& loader) {
+  while (true) {
+    auto next = loader.Next();
+    if (!next) {
+      std::fprintf(stderr, "%s\n", next.error().ToString().c_str());
+      return false;
     }
-  };
-  auto peak_rss_mb = [] {
-    struct rusage usage {};
-    ::getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;
-  };
-  if (!take()) return 1;  // the first batch is always a warm-up batch (W >= 1)
-  const double first_batch_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const double first_batch_rss_mb = peak_rss_mb();
-  for (int i = 1; i < warmup; ++i) {
-    if (!take()) return 1;
+    if (*next) return true;  // released at the end of this scope
   }
-  auto cpu_seconds = [] {  // user + system time of the whole process so far
-    struct rusage usage {};
-    ::getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  };
-  const double cpu_start = cpu_seconds();
-  std::vector<double> waits(static_cast<size_t>(batches));  // seconds per timed batch taken
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < batches; ++i) {
-    const auto asked = std::chrono::steady_clock::now();
-    if (!take()) return 1;
-    waits[static_cast<size_t>(i)] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double cpu_used = cpu_seconds() - cpu_start;
-  const sluice::LoaderStats stats = loader->Stats();
-  const double images = static_cast<double>(batches) * static_cast<double>(loader->batch_size());
+}
+
+// What the timed batches measured (see RESULT in the file comment).
+struct Timing {
+  double first_batch_s = 0, first_batch_rss_mb = 0, seconds = 0, cpu_s = 0;
+  std::vector<double> waits;  // the trainer's wait per timed batch, seconds
+};
+
+// The human-readable lines, the REMOTE line and the RESULT line.
+void PrintReport(const Args& args, sluice::Loader& loader, Timing& t) {
+  const sluice::LoaderStats stats = loader.Stats();
+  const double images =
+      static_cast<double>(args.batches) * static_cast<double>(loader.batch_size());
   std::printf(
       "sluice: %zu samples, %d warm-up + %d timed batches of %lld, threads %d, "
       "in flight %d, pool %d x %.1f MB\n",
-      loader->dataset_size(), warmup, batches, static_cast<long long>(loader->batch_size()),
+      loader.dataset_size(), args.warmup, args.batches, static_cast<long long>(loader.batch_size()),
       stats.threads, stats.in_flight, stats.pool_buffers,
       static_cast<double>(stats.batch_bytes) / 1e6);
   std::printf(
@@ -190,14 +173,54 @@ int main(int argc, char** argv) {
         1e3 * stats.remote_latency_p99);
   }
   for (const std::string& w : stats.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  if (name.empty()) name = options.dct_scaling ? "sluice_dct" : "sluice";
   std::printf(
       "RESULT %s images_per_s=%.1f peak_rss_mb=%.1f threads=%d batch=%lld "
       "batches=%d device=%s first_batch_s=%.3f first_batch_rss_mb=%.1f cpu_s=%.3f "
       "take_p50_ms=%.2f take_p99_ms=%.2f batch_p50_ms=%.2f batch_p99_ms=%.2f\n",
-      name.c_str(), images / seconds, peak_rss_mb(), stats.threads,
-      static_cast<long long>(loader->batch_size()), batches, stats.device.c_str(), first_batch_s,
-      first_batch_rss_mb, cpu_used, 1e3 * Percentile(waits, 0.50), 1e3 * Percentile(waits, 0.99),
-      1e3 * stats.latency_p50, 1e3 * stats.latency_p99);
+      args.name.c_str(), images / t.seconds, PeakRssMb(), stats.threads,
+      static_cast<long long>(loader.batch_size()), args.batches, stats.device.c_str(),
+      t.first_batch_s, t.first_batch_rss_mb, t.cpu_s, 1e3 * Percentile(t.waits, 0.50),
+      1e3 * Percentile(t.waits, 0.99), 1e3 * stats.latency_p50, 1e3 * stats.latency_p99);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto started = std::chrono::steady_clock::now();
+  Args args;
+  if (!ParseArgs(argc, argv, args)) return Usage();
+  auto plan = sluice::Plan::Load(args.plan_path, {{"DATA", args.data_dir}});
+  if (!plan) {
+    std::fprintf(stderr, "%s\n", plan.error().ToString().c_str());
+    return 1;
+  }
+  auto loader = sluice::Loader::Create(*plan, args.options);
+  if (!loader) {
+    std::fprintf(stderr, "%s\n", loader.error().ToString().c_str());
+    return 1;
+  }
+  if (loader->batches_per_epoch() == 0) {
+    std::fprintf(stderr, "sluice_e2e_loader: no batches (%zu samples, batch size %lld)\n",
+                 loader->dataset_size(), static_cast<long long>(loader->batch_size()));
+    return 1;
+  }
+  Timing t;
+  if (!Take(*loader)) return 1;  // the first batch is always a warm-up batch (W >= 1)
+  t.first_batch_s = SecondsSince(started);
+  t.first_batch_rss_mb = PeakRssMb();
+  for (int i = 1; i < args.warmup; ++i) {
+    if (!Take(*loader)) return 1;
+  }
+  const double cpu_start = CpuSeconds();
+  t.waits.resize(static_cast<size_t>(args.batches));
+  const auto start = std::chrono::steady_clock::now();
+  for (double& wait : t.waits) {
+    const auto asked = std::chrono::steady_clock::now();
+    if (!Take(*loader)) return 1;
+    wait = SecondsSince(asked);
+  }
+  t.seconds = SecondsSince(start);
+  t.cpu_s = CpuSeconds() - cpu_start;
+  PrintReport(args, *loader, t);
   return 0;
 }
