@@ -107,9 +107,12 @@ int UsableCores() {
   std::ifstream self("/proc/self/cgroup");
   std::stringstream text;
   text << self.rdbuf();
-  if (const double quota = CgroupCpuQuota(text.str(), "/sys/fs/cgroup"); quota > 0) {
-    cores = std::min(cores, static_cast<int>(std::ceil(quota)));
-  }
+  return CoresWithinQuota(cores, CgroupCpuQuota(text.str(), "/sys/fs/cgroup"));
+}
+
+int CoresWithinQuota(int cores, double quota) {
+  // Compared as doubles first: a huge finite quota must not overflow an int.
+  if (quota > 0 && quota < static_cast<double>(cores)) cores = static_cast<int>(std::ceil(quota));
   return std::max(1, cores);
 }
 

@@ -20,4 +20,8 @@ int UsableCores();
 // quota applies or none can be read.
 double CgroupCpuQuota(const std::string& proc_self_cgroup, const std::string& cgroup_root);
 
+// `cores` capped by a CPU quota (0 = none) rounded up: a 2.5-CPU quota
+// allows 3 threads. At least 1.
+int CoresWithinQuota(int cores, double quota);
+
 }  // namespace sluice

@@ -173,6 +173,23 @@ bool RetryableCurlCode(CURLcode code) {
   }
 }
 
+bool IsAsciiAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// The bucket goes into the request's host or path unencoded: only what a
+// bucket name may hold (AWS: lower-case letters, digits, dots and hyphens;
+// older AWS buckets and GCS also upper case and underscores; Ceph RGW
+// "tenant:bucket" on its own endpoint), starting and ending with a letter or
+// digit (so never "." or "..", which a URL path would resolve).
+bool IsBucketName(std::string_view bucket, bool custom_endpoint) {
+  if (bucket.empty() || bucket.size() > 255) return false;
+  if (!IsAsciiAlnum(bucket.front()) || !IsAsciiAlnum(bucket.back())) return false;
+  return std::all_of(bucket.begin(), bucket.end(), [&](char c) {
+    return IsAsciiAlnum(c) || c == '.' || c == '-' || c == '_' || (custom_endpoint && c == ':');
+  });
+}
+
 }  // namespace
 
 Attempt::~Attempt() { curl_slist_free_all(headers); }
@@ -214,23 +231,20 @@ Result<Target> ResolveTarget(const std::string& url, const AwsConfig* aws) {
     return MakeError(ErrorCode::kInvalidArgument, "s3 URL '" + url + "' has no bucket",
                      "write s3://BUCKET/KEY");
   }
-  // The bucket goes into the request's host or path unencoded: only the
-  // characters a bucket name may hold (AWS: lower-case letters, digits, dots
-  // and hyphens; older buckets and GCS also upper case and underscores).
-  const bool bucket_ok =
-      t.bucket.size() <= 255 && std::all_of(t.bucket.begin(), t.bucket.end(), [](unsigned char c) {
-        return std::isalnum(c) || c == '.' || c == '-' || c == '_';
-      });
-  if (!bucket_ok) {
+  if (!IsBucketName(t.bucket, !aws->endpoint.empty())) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "s3 URL '" + url + "' has an invalid bucket name '" + t.bucket + "'",
-                     "a bucket name holds only letters, digits, dots, hyphens and underscores "
-                     "(at most 255); write s3://BUCKET/KEY");
+                     "a bucket name holds letters, digits, dots, hyphens and underscores (and "
+                     "a Ceph tenant's ':' with a custom endpoint), starts and ends with a letter "
+                     "or digit, at most 255; write s3://BUCKET/KEY");
   }
   const std::string key = UriEncode(t.key, true);
+  const bool host_label = std::all_of(t.bucket.begin(), t.bucket.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
   if (!aws->endpoint.empty()) {
     t.http_url = aws->endpoint + "/" + t.bucket + "/" + key;  // path-style
-  } else if (t.bucket.find('.') != std::string::npos) {
+  } else if (!host_label) {  // dots, upper case or underscores: path-style
     t.http_url = "https://s3." + aws->region + ".amazonaws.com/" + t.bucket + "/" + key;
   } else {
     t.http_url = "https://" + t.bucket + ".s3." + aws->region + ".amazonaws.com/" + key;

@@ -67,6 +67,16 @@ TEST(CgroupCpuQuota, HybridTakesTheSmallerOfV1AndUnified) {
   EXPECT_DOUBLE_EQ(CgroupCpuQuota("3:cpu:/job\n0::/job\n", root.path().string()), 2.0);
 }
 
+TEST(CoresWithinQuota, RoundsTheQuotaUpAndKeepsTheSmaller) {
+  EXPECT_EQ(CoresWithinQuota(16, 2.5), 3);
+  EXPECT_EQ(CoresWithinQuota(16, 4.0), 4);
+  EXPECT_EQ(CoresWithinQuota(16, 0.1), 1);
+  EXPECT_EQ(CoresWithinQuota(2, 8.0), 2);
+  EXPECT_EQ(CoresWithinQuota(2, 0), 2);     // no quota
+  EXPECT_EQ(CoresWithinQuota(2, 1e15), 2);  // a huge quota, v1 allows ~2^44 us over 1 ms
+  EXPECT_EQ(CoresWithinQuota(0, 0), 1);
+}
+
 TEST(UsableCores, AtMostTheAffinityAndAtLeastOne) {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -13,6 +13,8 @@ namespace sluice::runtime::tar {
 namespace fs = std::filesystem;
 namespace {
 
+constexpr size_t kMaxPatternBytes = 65536;
+
 // The alternatives of a brace group's inside: split at top-level commas, or
 // an integer range; nullopt when it is neither (the group stays literal) or
 // when the range is longer than `max_names` (`too_many` set).
@@ -86,11 +88,19 @@ class BraceExpander {
     return size.names > limits_.max_names || size.bytes > limits_.max_bytes;
   }
 
-  Error TooMany() const {
+  // Over the limits: `size` is what was measured up to that point (nullopt
+  // when one range alone names more than max_names).
+  Error TooMany(std::optional<ExpansionSize> size = std::nullopt) const {
+    const std::string shown = pattern_.size() <= 200 ? pattern_ : pattern_.substr(0, 200) + "...";
+    std::string what;
+    if (!size || size->names > limits_.max_names) {
+      what = "over " + std::to_string(limits_.max_names) + " shard names";
+    } else {
+      what = "over " + std::to_string(limits_.max_bytes) + " bytes of shard names (at least " +
+             std::to_string(size->bytes) + ")";
+    }
     return Error{ErrorCode::kInvalidArgument,
-                 "brace pattern '" + pattern_ + "' names over " +
-                     std::to_string(limits_.max_names) + " shards or " +
-                     std::to_string(limits_.max_bytes >> 20) + " MiB of names",
+                 "brace pattern '" + shown + "' gives " + what,
                  "name fewer shards per tar_shards path",
                  {}};
   }
@@ -194,11 +204,19 @@ Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
 }  // namespace
 
 Result<std::vector<std::string>> ExpandBraces(std::string_view pattern, const BraceLimits& limits) {
+  // Expansion recurses once per brace group: a bound on the pattern bounds
+  // its depth.
+  if (pattern.size() > kMaxPatternBytes) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "a tar_shards path of " + std::to_string(pattern.size()) + " bytes; at most " +
+                         std::to_string(kMaxPatternBytes),
+                     "name fewer shards per tar_shards path");
+  }
   const BraceExpander expander(pattern, limits);
   const std::string whole(pattern);
   auto size = expander.Measure(whole, 0);
   if (!size) return std::unexpected(size.error());
-  if (expander.Over(*size)) return std::unexpected(expander.TooMany());
+  if (expander.Over(*size)) return std::unexpected(expander.TooMany(*size));
   std::vector<std::string> out;
   out.reserve(size->names);
   SLUICE_RETURN_IF_ERROR(expander.Expand(whole, 0, out));

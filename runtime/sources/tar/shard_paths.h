@@ -16,10 +16,11 @@ namespace sluice::runtime::tar {
 // nested and repeated groups (the cartesian product, left to right). A brace
 // group with neither a top-level comma nor a range, or without its closing
 // brace, stays literal. Errors: kInvalidArgument when the expansion would
-// exceed the limits (checked before any name is made).
+// exceed the limits (checked before any name is made), or for a pattern over
+// 64 KiB.
 struct BraceLimits {
   size_t max_names = 1000000;
-  size_t max_bytes = size_t{64} << 20;  // the names' total length
+  size_t max_bytes = size_t{256} << 20;  // the names' total length
 };
 Result<std::vector<std::string>> ExpandBraces(std::string_view pattern,
                                               const BraceLimits& limits = {});

@@ -124,8 +124,12 @@ TEST(S3UrlTest, PathStyleForCustomEndpointsVirtualHostedForAws) {
   EXPECT_FALSE(ResolveTarget("ftp://host/x", &aws));
   // A bucket goes into the host or path unencoded: only bucket-name characters.
   EXPECT_TRUE(ResolveTarget("s3://Old_Bucket-1.x/k", &aws));
-  for (const char* bad : {"s3://a#b/k", "s3://a?b/k", "s3://a b/k", "s3://user@host/k",
-                          "s3://a%2Fb/k", "s3://host:9000/k"}) {
+  t = ResolveTarget("s3://tenant:bucket/k", &aws);  // Ceph RGW, on its own endpoint
+  ASSERT_TRUE(t) << t.error().ToString();
+  EXPECT_EQ(t->http_url, "http://127.0.0.1:9000/tenant:bucket/k");
+  for (const char* bad :
+       {"s3://a#b/k", "s3://a?b/k", "s3://a b/k", "s3://user@host/k", "s3://a%2Fb/k",
+        "s3://../other/k", "s3://./k", "s3://-a/k", "s3://a./k", "s3://\xc3\xa9t\xc3\xa9/k"}) {
     auto r = ResolveTarget(bad, &aws);
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << bad;
@@ -133,6 +137,13 @@ TEST(S3UrlTest, PathStyleForCustomEndpointsVirtualHostedForAws) {
     EXPECT_NE(r.error().hint.find("s3://BUCKET/KEY"), std::string::npos) << bad;
   }
   EXPECT_FALSE(ResolveTarget("s3://" + std::string(256, 'b') + "/k", &aws));
+  // On AWS: a bucket that is not one DNS label (upper case, underscores) is
+  // addressed path-style, as dots are; ':' is no AWS bucket name.
+  aws.endpoint.clear();
+  t = ResolveTarget("s3://Old_Bucket/k", &aws);
+  ASSERT_TRUE(t) << t.error().ToString();
+  EXPECT_EQ(t->http_url, "https://s3.eu-west-1.amazonaws.com/Old_Bucket/k");
+  EXPECT_FALSE(ResolveTarget("s3://tenant:bucket/k", &aws));
   t = ResolveTarget("HTTPS://host/x?y=1", nullptr);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->http_url, "HTTPS://host/x?y=1");
