@@ -120,8 +120,6 @@ Status RemoteShardReader::Read(const Range& r, uint8_t* out) {
   return whole_shards_ ? ReadStream(r, out) : ReadRandom(r, out);
 }
 
-void RemoteShardReader::HoldGroupLocked(const std::shared_ptr<Group>& g) { ++g->readers; }
-
 void RemoteShardReader::ReleaseGroupLocked(const std::shared_ptr<Group>& g) {
   if (--g->readers == 0 && g->dropped) RecycleGroupBufferLocked(g);
 }
@@ -192,9 +190,10 @@ void RemoteShardReader::DropGroupLocked(std::shared_ptr<Group> g) {
 }
 
 void RemoteShardReader::RecycleGroupBufferLocked(const std::shared_ptr<Group>& g) {
-  // No read holds the bytes; a request in flight still writes them
-  // (kLoading). Otherwise keep the buffer for a later group.
-  if (g->state != Group::kLoading && g->bytes.size > 0 && spare_buffers_.size() < 64 &&
+  // No read holds the bytes: keep the buffer for a later group. (A load in
+  // flight holds its buffer itself until it ends; LoadGroup recycles it then
+  // when the group was dropped meanwhile.)
+  if (g->bytes.size > 0 && spare_buffers_.size() < 64 &&
       spare_bytes_ + g->bytes.size <= kMaxSpareBytes) {
     spare_bytes_ += g->bytes.size;
     spare_buffers_.push_back(std::move(g->bytes));
@@ -273,7 +272,7 @@ Status RemoteShardReader::ReadRandom(const Range& r, uint8_t* out) {
   std::erase(g->members, r.index);
   // Held from here: a budget that drops g (PlanLocked) while this read waits
   // for it must not recycle its buffer.
-  HoldGroupLocked(g);
+  ++g->readers;
   if (g->state == Group::kIdle) {
     g->state = Group::kLoading;
     LoadGroup(g, lock);
@@ -316,6 +315,9 @@ void RemoteShardReader::LoadGroup(const std::shared_ptr<Group>& g,
   lock.lock();
   g->bytes = std::move(bytes);
   g->state = st ? Group::kDone : Group::kFailed;
+  // Dropped by a budget while loading, and no read waits for it: nobody can
+  // find it any more, so its buffer goes back to the spares now.
+  if (g->dropped && g->readers == 0) RecycleGroupBufferLocked(g);
   ready_.notify_all();
 }
 

@@ -162,9 +162,9 @@ class RemoteShardReader {
   // By value: the caller may pass groups_'s own element, which this erases.
   void DropGroupLocked(std::shared_ptr<Group> g);
   void RecycleGroupBufferLocked(const std::shared_ptr<Group>& g);
-  // A read waiting for g's bytes holds g: the buffer is kept until the read
-  // lets go, even when the group is dropped meanwhile (by the budget).
-  void HoldGroupLocked(const std::shared_ptr<Group>& g);
+  // A read waiting for g's bytes holds g (++g->readers): the buffer is kept
+  // until the read lets go here, even when the group is dropped meanwhile
+  // (by the budget).
   void ReleaseGroupLocked(const std::shared_ptr<Group>& g);
   // Frees memory until `bytes` more fit; `force` may evict shards that still
   // have announced reads. False when not possible.
