@@ -8,8 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <string_view>
-#include <vector>
 
 namespace sluice {
 namespace {
@@ -45,13 +43,15 @@ double QuotaV1(const std::filesystem::path& dir) {
   return Ratio(FirstLine(dir / "cpu.cfs_quota_us"), FirstLine(dir / "cpu.cfs_period_us"));
 }
 
-// The smallest positive quota of `base`/`path` and its ancestors up to `base`.
+// The tighter of two quotas, 0 meaning none.
+double Tighter(double a, double b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
+
+// The smallest quota of `base`/`path` and its ancestors up to `base`.
 template <class ReadQuota>
 double SmallestQuotaUpTheTree(const std::filesystem::path& base, std::string path, ReadQuota read) {
   double smallest = 0;
   for (;;) {
-    const std::filesystem::path dir = base / std::filesystem::path(path).relative_path();
-    if (const double q = read(dir); q > 0 && (smallest == 0 || q < smallest)) smallest = q;
+    smallest = Tighter(smallest, read(base / std::filesystem::path(path).relative_path()));
     if (path.empty() || path == "/") break;
     const size_t slash = path.find_last_of('/');
     path = slash == std::string::npos ? "" : path.substr(0, slash);
@@ -73,24 +73,17 @@ double CgroupCpuQuota(const std::string& proc_self_cgroup, const std::string& cg
     if (second == std::string::npos) continue;
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string path = line.substr(second + 1);
-    double q = 0;
     if (controllers.empty()) {
       // A pure v2 mount has cpu.max at the root; a hybrid one mounts v2 at unified/.
       const std::filesystem::path base =
           std::filesystem::exists(root / "cgroup.controllers") ? root : root / "unified";
-      q = SmallestQuotaUpTheTree(base, path, QuotaV2);
-    } else {
-      std::vector<std::string> names;
-      std::istringstream split(controllers);
-      for (std::string name; std::getline(split, name, ',');) names.push_back(name);
-      if (std::find(names.begin(), names.end(), "cpu") == names.end()) continue;
+      smallest = Tighter(smallest, SmallestQuotaUpTheTree(base, path, QuotaV2));
+    } else if (("," + controllers + ",").find(",cpu,") != std::string::npos) {
       // v1 mounts the cpu controller as cpu/ (often a link to cpu,cpuacct/).
-      const std::filesystem::path base = std::filesystem::exists(root / "cpu")
-                                             ? root / "cpu"
-                                             : root / std::filesystem::path(controllers);
-      q = SmallestQuotaUpTheTree(base, path, QuotaV1);
+      const std::filesystem::path base =
+          std::filesystem::exists(root / "cpu") ? root / "cpu" : root / controllers;
+      smallest = Tighter(smallest, SmallestQuotaUpTheTree(base, path, QuotaV1));
     }
-    if (q > 0 && (smallest == 0 || q < smallest)) smallest = q;
   }
   return smallest;
 }
