@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs the runtime tests (decode, sources and tar/, sampling, exec, loader) under a
-# sanitizer. Invoked by ctest (label `sanitizers`):
+# Runs the runtime tests (decode, sources and tar/, sampling, exec, loader, and
+# remote/ with its loopback servers) under a sanitizer. Invoked by ctest (label `sanitizers`):
 #   tests/sanitizers/run.sh SANITIZERS PATH/TO/sluice BUILD_DIR
 # SANITIZERS: address, thread, undefined, or a comma-separated list of them.
 # (ctest runs address,undefined and thread: two builds instead of three.)
