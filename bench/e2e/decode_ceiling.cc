@@ -48,116 +48,142 @@ int Usage() {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2) return Usage();
+struct Options {
   std::string dir;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int reps = 3;
   int max_images = 0;  // 0 = all
+};
+
+// The command line into *options; false on a usage error.
+bool ParseArgs(int argc, char** argv, Options* options) {
+  if (argc < 2) return false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    auto value = [&](int& out) {
-      return i + 1 < argc && ParseInt(argv[++i], out);
-    };
+    auto value = [&](int& out) { return i + 1 < argc && ParseInt(argv[++i], out); };
     if (arg == "--threads") {
-      if (!value(threads)) return Usage();
+      if (!value(options->threads)) return false;
     } else if (arg == "--reps") {
-      if (!value(reps)) return Usage();
+      if (!value(options->reps)) return false;
     } else if (arg == "--images") {
-      if (!value(max_images)) return Usage();
-    } else if (!arg.starts_with("-") && dir.empty()) {
-      dir = arg;
+      if (!value(options->max_images)) return false;
+    } else if (!arg.starts_with("-") && options->dir.empty()) {
+      options->dir = arg;
     } else {
-      return Usage();
+      return false;
     }
   }
+  return true;
+}
 
+// The JPEGs under options.dir, sorted, the first max_images of them, read into
+// RAM; empty after printing the error.
+std::vector<std::vector<unsigned char>> PreloadJpegs(const Options& options) {
   std::vector<std::filesystem::path> paths;
   std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+  for (auto it = std::filesystem::recursive_directory_iterator(options.dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file() && IsJpeg(it->path())) paths.push_back(it->path());
   }
   if (ec) {
-    std::fprintf(stderr, "sluice_decode_ceiling: cannot list %s: %s\n", dir.c_str(),
+    std::fprintf(stderr, "sluice_decode_ceiling: cannot list %s: %s\n", options.dir.c_str(),
                  ec.message().c_str());
-    return 1;
+    return {};
   }
   std::sort(paths.begin(), paths.end());
-  if (max_images > 0 && paths.size() > static_cast<size_t>(max_images)) paths.resize(max_images);
-  if (paths.empty()) {
-    std::fprintf(stderr, "sluice_decode_ceiling: no JPEGs under %s\n", dir.c_str());
-    return 1;
+  if (options.max_images > 0 && paths.size() > static_cast<size_t>(options.max_images)) {
+    paths.resize(options.max_images);
   }
-
-  // Preload every file into RAM.
+  if (paths.empty()) {
+    std::fprintf(stderr, "sluice_decode_ceiling: no JPEGs under %s\n", options.dir.c_str());
+    return {};
+  }
   std::vector<std::vector<unsigned char>> files(paths.size());
-  size_t total_bytes = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
     std::ifstream in(paths[i], std::ios::binary);
     files[i].assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (files[i].empty()) {
       std::fprintf(stderr, "sluice_decode_ceiling: cannot read %s\n", paths[i].c_str());
-      return 1;
+      return {};
     }
-    total_bytes += files[i].size();
   }
+  return files;
+}
+
+struct DecodeRound {
+  double seconds = 0;
+  uint64_t pixels = 0;
+  int failures = 0;
+};
+
+// Decodes every file once to full-size RGB on `threads` threads.
+DecodeRound DecodeAll(const std::vector<std::vector<unsigned char>>& files, int threads) {
+  std::atomic<size_t> next{0};
+  std::atomic<int> failures{0};
+  std::atomic<uint64_t> pixels{0};
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      tjhandle handle = tjInitDecompress();
+      std::vector<unsigned char> rgb;
+      uint64_t local_pixels = 0;
+      for (size_t i = next.fetch_add(1); i < files.size(); i = next.fetch_add(1)) {
+        const auto& jpeg = files[i];
+        int width = 0, height = 0, subsamp = 0, colorspace = 0;
+        if (tjDecompressHeader3(handle, jpeg.data(), jpeg.size(), &width, &height, &subsamp,
+                                &colorspace) != 0) {
+          failures.fetch_add(1);
+          continue;
+        }
+        const size_t need = static_cast<size_t>(width) * height * 3;
+        if (rgb.size() < need) rgb.resize(need);
+        if (tjDecompress2(handle, jpeg.data(), jpeg.size(), rgb.data(), width, 0, height,
+                          TJPF_RGB, 0) != 0) {
+          failures.fetch_add(1);
+          continue;
+        }
+        local_pixels += static_cast<uint64_t>(width) * height;
+      }
+      pixels.fetch_add(local_pixels);
+      tjDestroy(handle);
+    });
+  }
+  for (auto& t : pool) t.join();
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+          pixels.load(), failures.load()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!ParseArgs(argc, argv, &options)) return Usage();
+  const std::vector<std::vector<unsigned char>> files = PreloadJpegs(options);
+  if (files.empty()) return 1;
+  size_t total_bytes = 0;
+  for (const auto& file : files) total_bytes += file.size();
   std::printf("decode ceiling: %zu JPEGs (%.1f MB) preloaded into RAM, %d threads, "
               "tjDecompress2 -> RGB, full size\n",
-              files.size(), static_cast<double>(total_bytes) / 1e6, threads);
+              files.size(), static_cast<double>(total_bytes) / 1e6, options.threads);
 
   std::vector<double> rates;
-  for (int rep = 0; rep < reps; ++rep) {
-    std::atomic<size_t> next{0};
-    std::atomic<int> failures{0};
-    std::atomic<uint64_t> pixels{0};
-    auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&] {
-        tjhandle handle = tjInitDecompress();
-        std::vector<unsigned char> rgb;
-        uint64_t local_pixels = 0;
-        for (size_t i = next.fetch_add(1); i < files.size(); i = next.fetch_add(1)) {
-          const auto& jpeg = files[i];
-          int width = 0, height = 0, subsamp = 0, colorspace = 0;
-          if (tjDecompressHeader3(handle, jpeg.data(), jpeg.size(), &width, &height, &subsamp,
-                                  &colorspace) != 0) {
-            failures.fetch_add(1);
-            continue;
-          }
-          const size_t need = static_cast<size_t>(width) * height * 3;
-          if (rgb.size() < need) rgb.resize(need);
-          if (tjDecompress2(handle, jpeg.data(), jpeg.size(), rgb.data(), width, 0, height,
-                            TJPF_RGB, 0) != 0) {
-            failures.fetch_add(1);
-            continue;
-          }
-          local_pixels += static_cast<uint64_t>(width) * height;
-        }
-        pixels.fetch_add(local_pixels);
-        tjDestroy(handle);
-      });
-    }
-    for (auto& t : pool) t.join();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (failures.load() != 0) {
-      std::fprintf(stderr, "sluice_decode_ceiling: %d images failed to decode\n", failures.load());
+  for (int rep = 0; rep < options.reps; ++rep) {
+    const DecodeRound round = DecodeAll(files, options.threads);
+    if (round.failures != 0) {
+      std::fprintf(stderr, "sluice_decode_ceiling: %d images failed to decode\n", round.failures);
       return 1;
     }
-    const double rate = static_cast<double>(files.size()) / seconds;
+    const double rate = static_cast<double>(files.size()) / round.seconds;
     rates.push_back(rate);
-    std::printf("rep %d: %.3f s, %.1f images/s (%.1f Mpixel/s)\n", rep + 1, seconds, rate,
-                static_cast<double>(pixels.load()) / seconds / 1e6);
+    std::printf("rep %d: %.3f s, %.1f images/s (%.1f Mpixel/s)\n", rep + 1, round.seconds, rate,
+                static_cast<double>(round.pixels) / round.seconds / 1e6);
   }
   std::vector<double> sorted = rates;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();
   const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   std::printf("RESULT decode_ceiling images_per_s_median=%.1f threads=%d images=%zu reps=%d\n",
-              median, threads, files.size(), reps);
+              median, options.threads, files.size(), options.reps);
   return 0;
 }

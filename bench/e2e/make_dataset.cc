@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,11 +157,13 @@ int Usage() {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::string out_dir;
   uint64_t images = 0, classes = 0, seed = 0;
+};
+
+// The command line into *options; an exit status when main should return.
+std::optional<int> ParseArgs(int argc, char** argv, Options* options) {
   bool have_images = false, have_classes = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -170,37 +173,106 @@ int main(int argc, char** argv) {
       return true;
     };
     if (arg == "--images") {
-      if (!value(images)) return Usage();
+      if (!value(options->images)) return Usage();
       have_images = true;
     } else if (arg == "--classes") {
-      if (!value(classes)) return Usage();
+      if (!value(options->classes)) return Usage();
       have_classes = true;
     } else if (arg == "--seed") {
-      if (!value(seed)) return Usage();
+      if (!value(options->seed)) return Usage();
     } else if (arg == "-h" || arg == "--help") {
       Usage();
       return 0;
-    } else if (!arg.starts_with("-") && out_dir.empty()) {
-      out_dir = std::string(arg);
+    } else if (!arg.starts_with("-") && options->out_dir.empty()) {
+      options->out_dir = std::string(arg);
     } else {
       return Usage();
     }
   }
-  if (out_dir.empty() || !have_images || !have_classes || classes == 0 || classes > 100000) {
+  if (options->out_dir.empty() || !have_images || !have_classes || options->classes == 0 ||
+      options->classes > 100000) {
     return Usage();
   }
+  return std::nullopt;
+}
 
+// OUT_DIR/cNNNN for each class that gets at least one image.
+bool CreateClassDirs(const Options& options) {
   std::error_code ec;
-  for (uint64_t c = 0; c < std::min(classes, images); ++c) {
+  for (uint64_t c = 0; c < std::min(options.classes, options.images); ++c) {
     char name[32];
     std::snprintf(name, sizeof(name), "c%04llu", static_cast<unsigned long long>(c));
-    std::filesystem::create_directories(std::filesystem::path(out_dir) / name, ec);
+    std::filesystem::create_directories(std::filesystem::path(options.out_dir) / name, ec);
     if (ec) {
-      std::fprintf(stderr, "sluice_make_dataset: cannot create %s/%s: %s\n", out_dir.c_str(), name,
-                   ec.message().c_str());
-      return 1;
+      std::fprintf(stderr, "sluice_make_dataset: cannot create %s/%s: %s\n",
+                   options.out_dir.c_str(), name, ec.message().c_str());
+      return false;
     }
   }
+  return true;
+}
+
+// Renders, encodes and writes image `i` (a pure function of seed and i);
+// adds its size to *total_bytes. False after printing the error.
+bool WriteImage(tjhandle tj, const Options& options, uint64_t i, std::vector<uint8_t>& rgb,
+                std::vector<uint8_t>& gray, uint64_t* total_bytes) {
+  Rng rng(options.seed * 0x9e3779b97f4a7c15ULL ^ (i + 1) * 0xd1b54a32d192ed03ULL);
+  const uint64_t cls = i % options.classes;
+  const double class_hue = std::fmod(double(cls) * 0.61803398875, 1.0);
+  const int w = rng.Int(300, 700);
+  const double pick = rng.Uniform();
+  const double aspect = pick < 0.6   ? 4.0 / 3.0
+                        : pick < 0.7 ? 1.5
+                        : pick < 0.8 ? 1.0
+                                     : rng.Uniform(0.6, 1.6);
+  const int h = std::clamp(int(std::lround(w / aspect)), 16, 1200);
+  const int quality = rng.Int(85, 95);
+  const bool is_gray = rng.Uniform() < 0.03;
+  const int subsamp = is_gray ? TJSAMP_GRAY : (rng.Uniform() < 0.1 ? TJSAMP_444 : TJSAMP_420);
+  Render(rng, w, h, class_hue, rgb);
+  const uint8_t* src = rgb.data();
+  int pixel_format = TJPF_RGB;
+  if (is_gray) {
+    gray.resize(size_t(w) * h);
+    for (size_t p = 0; p < gray.size(); ++p) {
+      gray[p] = uint8_t((299 * rgb[3 * p] + 587 * rgb[3 * p + 1] + 114 * rgb[3 * p + 2]) / 1000);
+    }
+    src = gray.data();
+    pixel_format = TJPF_GRAY;
+  }
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  if (tjCompress2(tj, src, w, 0, h, pixel_format, &jpeg, &size, subsamp, quality,
+                  TJFLAG_ACCURATEDCT) != 0) {
+    std::fprintf(stderr, "sluice_make_dataset: encode %llu: %s\n",
+                 static_cast<unsigned long long>(i), tjGetErrorStr2(tj));
+    tjFree(jpeg);
+    return false;
+  }
+  char rel[80];  // three 20-digit numbers at most
+  std::snprintf(rel, sizeof(rel), "c%04llu/c%04llu_%06llu.JPEG",
+                static_cast<unsigned long long>(cls), static_cast<unsigned long long>(cls),
+                static_cast<unsigned long long>(i));
+  std::string path = (std::filesystem::path(options.out_dir) / rel).string();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  bool ok = f && std::fwrite(jpeg, 1, size, f) == size;
+  if (f && std::fclose(f) != 0) ok = false;
+  tjFree(jpeg);
+  if (!ok) {
+    std::fprintf(stderr, "sluice_make_dataset: cannot write %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  *total_bytes += size;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (std::optional<int> status = ParseArgs(argc, argv, &options)) return *status;
+  if (!CreateClassDirs(options)) return 1;
 
   tjhandle tj = tjInitCompress();
   if (!tj) {
@@ -209,62 +281,16 @@ int main(int argc, char** argv) {
   }
   std::vector<uint8_t> rgb, gray;
   uint64_t total_bytes = 0;
-  for (uint64_t i = 0; i < images; ++i) {
-    Rng rng(seed * 0x9e3779b97f4a7c15ULL ^ (i + 1) * 0xd1b54a32d192ed03ULL);
-    const uint64_t cls = i % classes;
-    const double class_hue = std::fmod(double(cls) * 0.61803398875, 1.0);
-    const int w = rng.Int(300, 700);
-    const double pick = rng.Uniform();
-    const double aspect = pick < 0.6   ? 4.0 / 3.0
-                          : pick < 0.7 ? 1.5
-                          : pick < 0.8 ? 1.0
-                                       : rng.Uniform(0.6, 1.6);
-    const int h = std::clamp(int(std::lround(w / aspect)), 16, 1200);
-    const int quality = rng.Int(85, 95);
-    const bool is_gray = rng.Uniform() < 0.03;
-    const int subsamp = is_gray ? TJSAMP_GRAY : (rng.Uniform() < 0.1 ? TJSAMP_444 : TJSAMP_420);
-    Render(rng, w, h, class_hue, rgb);
-    const uint8_t* src = rgb.data();
-    int pixel_format = TJPF_RGB;
-    if (is_gray) {
-      gray.resize(size_t(w) * h);
-      for (size_t p = 0; p < gray.size(); ++p) {
-        gray[p] = uint8_t((299 * rgb[3 * p] + 587 * rgb[3 * p + 1] + 114 * rgb[3 * p + 2]) / 1000);
-      }
-      src = gray.data();
-      pixel_format = TJPF_GRAY;
-    }
-    unsigned char* jpeg = nullptr;
-    unsigned long size = 0;
-    if (tjCompress2(tj, src, w, 0, h, pixel_format, &jpeg, &size, subsamp, quality,
-                    TJFLAG_ACCURATEDCT) != 0) {
-      std::fprintf(stderr, "sluice_make_dataset: encode %llu: %s\n",
-                   static_cast<unsigned long long>(i), tjGetErrorStr2(tj));
-      tjFree(jpeg);
+  for (uint64_t i = 0; i < options.images; ++i) {
+    if (!WriteImage(tj, options, i, rgb, gray, &total_bytes)) {
       tjDestroy(tj);
       return 1;
     }
-    char rel[64];
-    std::snprintf(rel, sizeof(rel), "c%04llu/c%04llu_%06llu.JPEG",
-                  static_cast<unsigned long long>(cls), static_cast<unsigned long long>(cls),
-                  static_cast<unsigned long long>(i));
-    std::string path = (std::filesystem::path(out_dir) / rel).string();
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    bool ok = f && std::fwrite(jpeg, 1, size, f) == size;
-    if (f && std::fclose(f) != 0) ok = false;
-    tjFree(jpeg);
-    if (!ok) {
-      std::fprintf(stderr, "sluice_make_dataset: cannot write %s: %s\n", path.c_str(),
-                   std::strerror(errno));
-      tjDestroy(tj);
-      return 1;
-    }
-    total_bytes += size;
   }
   tjDestroy(tj);
   std::printf("wrote %llu images in %llu classes to %s (%.1f MB)\n",
-              static_cast<unsigned long long>(images),
-              static_cast<unsigned long long>(std::min(classes, images)), out_dir.c_str(),
-              total_bytes / 1e6);
+              static_cast<unsigned long long>(options.images),
+              static_cast<unsigned long long>(std::min(options.classes, options.images)),
+              options.out_dir.c_str(), total_bytes / 1e6);
   return 0;
 }
