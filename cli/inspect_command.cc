@@ -54,7 +54,9 @@ int InspectData(const std::string& input_arg, const std::map<std::string, std::s
     return 1;
   }
   if (as_json) {
-    std::cout << scan->ToJson().dump(2) << "\n";
+    // Sample names need not be UTF-8: bad bytes become U+FFFD.
+    std::cout << scan->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else {
     std::cout << scan->ToText();
   }

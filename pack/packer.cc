@@ -116,7 +116,8 @@ void Prepare(const Source& source, uint64_t index, const PackOptions& options,
                          {"to", {shrunk->width, shrunk->height}}};
     }
   }
-  out.metadata = meta.dump();
+  // Names need not be UTF-8; JSON must be: bad bytes become U+FFFD.
+  out.metadata = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<std::string> Sha256File(const std::string& path) {
@@ -288,7 +289,7 @@ Result<PackSummary> PackSource(const Source& source, const PackOptions& options)
       {"skipped", skipped}};
   const std::string path = (fs::path(options.out_dir) / kPackManifestFile).string();
   std::ofstream out(path, std::ios::binary);
-  out << manifest.dump(2) << "\n";
+  out << manifest.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!out) return MakeError(ErrorCode::kIo, "cannot write " + path);
   return summary;
 }

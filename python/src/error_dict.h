@@ -5,6 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include "python/src/errors.h"
 #include "sluice/result.h"
 
 namespace sluice::python {
@@ -12,8 +13,8 @@ namespace sluice::python {
 inline pybind11::dict ErrorDict(const Error& e) {
   pybind11::dict err;
   err["code"] = ErrorCodeName(e.code);
-  err["message"] = e.mark.valid() ? e.mark.ToString() + ": " + e.message : e.message;
-  err["hint"] = e.hint;
+  err["message"] = TextFrom(e.mark.valid() ? e.mark.ToString() + ": " + e.message : e.message);
+  err["hint"] = TextFrom(e.hint);
   pybind11::dict out;
   out["error"] = err;
   return out;

@@ -24,6 +24,13 @@ PyObject* NewErrorClass(py::module_& m, const char* name, PyObject* bases, const
 
 }  // namespace
 
+py::str TextFrom(const std::string& text) {
+  PyObject* str = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()),
+                                       "backslashreplace");
+  if (str == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(str);
+}
+
 void RegisterErrors(py::module_& m) {
   g_errors.base = NewErrorClass(m, "SluiceError", PyExc_RuntimeError,
                                 "Base of every Sluice error. Attributes: code (the C++ "
@@ -66,12 +73,11 @@ void RegisterErrors(py::module_& m) {
   const std::string where = error.mark.ToString();
   const std::string text =
       (!where.empty() && error.message.starts_with(where + ":")) ? error.message : error.ToString();
-  py::object exc = py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", text.c_str()));
-  if (!exc) throw py::error_already_set();
+  py::object exc = py::reinterpret_borrow<py::object>(cls)(TextFrom(text));
   exc.attr("code") = ErrorCodeName(error.code);
-  exc.attr("message") = error.message;
-  exc.attr("hint") = error.hint;
-  exc.attr("file") = error.mark.file;
+  exc.attr("message") = TextFrom(error.message);
+  exc.attr("hint") = TextFrom(error.hint);
+  exc.attr("file") = TextFrom(error.mark.file);
   exc.attr("line") = error.mark.line;
   exc.attr("column") = error.mark.column;
   PyErr_SetObject(cls, exc.ptr());

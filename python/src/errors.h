@@ -7,11 +7,18 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
 #include <utility>
 
 #include "sluice/result.h"
 
 namespace sluice::python {
+
+// `text` as a Python str. Names that come from the data (file and tar
+// member names, and the messages that quote them) need not be UTF-8: a byte
+// that is not valid UTF-8 becomes a `\\xNN` escape instead of raising
+// UnicodeDecodeError. Needs the GIL.
+pybind11::str TextFrom(const std::string& text);
 
 // Adds SluiceError and its subclasses to `m` (once, at import).
 void RegisterErrors(pybind11::module_& m);

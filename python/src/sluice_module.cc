@@ -193,7 +193,7 @@ class PyLoader {
     d["skipped"] = s.skipped;
     d["replaced"] = s.replaced;
     py::list bad;
-    for (const BadSample& b : s.last_bad) bad.append(py::make_tuple(b.path, b.reason));
+    for (const BadSample& b : s.last_bad) bad.append(py::make_tuple(TextFrom(b.path), TextFrom(b.reason)));
     d["last_bad"] = bad;
     d["read_seconds"] = s.read_seconds;
     d["decode_seconds"] = s.decode_seconds;
@@ -206,7 +206,9 @@ class PyLoader {
     d["tuner_moves"] = s.tuner_moves;
     d["batch_bytes"] = s.batch_bytes;
     d["device"] = s.device;
-    d["warnings"] = s.warnings;
+    py::list warnings;
+    for (const std::string& w : s.warnings) warnings.append(TextFrom(w));
+    d["warnings"] = warnings;
     // Remote sources (docs/remote.md); zeros for local ones.
     d["remote"] = s.remote;
     d["remote_requests"] = s.remote_requests;
@@ -238,8 +240,8 @@ class PyLoader {
       py::dict d;
       d["epoch"] = b.epoch;
       d["sample"] = b.index;
-      d["name"] = b.path;
-      d["reason"] = b.reason;
+      d["name"] = TextFrom(b.path);
+      d["reason"] = TextFrom(b.reason);
       out.append(d);
     }
     return out;

@@ -49,3 +49,19 @@ def test_bad_samples_are_counted_once_per_epoch(tmp_path, dataset, train_plan_di
     assert loader.bad_samples(1)  # the epoch before the current one (2)
     with pytest.raises(sluice.InvalidArgumentError):
         loader.bad_samples(0)
+
+
+def test_names_that_are_not_utf8_are_escaped_not_raised(tmp_path, dataset, train_plan_dir):
+    # Older datasets hold Latin-1 file names; a bad one must not turn stats()
+    # or bad_samples() into a UnicodeDecodeError (docs/python.md).
+    root = tmp_path / "data"
+    paths, bad = _corrupted_copy(dataset, str(root))
+    latin1 = os.path.join(os.fsencode(str(root)), b"class_0", b"img_020_caf\xe9.jpg")
+    os.rename(os.fsencode(bad[1]), latin1)  # the empty file, now sorted after img_020
+    plan = sluice.load(train_plan_dir, vars={"DATA": str(root)})
+    loader = plan.loader(threads=2)
+    assert sum(1 for _ in loader) == 3
+    names = [b["name"] for b in loader.bad_samples(0)]
+    assert names[1].endswith("img_020_caf\\xe9.jpg")
+    last_bad = [name for name, _ in loader.stats()["last_bad"]]
+    assert any(name.endswith("caf\\xe9.jpg") for name in last_bad)

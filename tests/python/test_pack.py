@@ -106,3 +106,21 @@ def test_pack_errors_are_raised(tmp_root, dataset):
         sluice.pack(dataset, dataset)
     with pytest.raises(sluice.InvalidArgumentError, match="not a size"):
         sluice.pack(dataset, os.path.join(tmp_root, "never"), shard_size="lots")
+
+
+def test_pack_keeps_a_name_that_is_not_utf8(tmp_root, dataset):
+    # JSON must be UTF-8: the metadata's path shows U+FFFD for the bad byte
+    # (docs/datasets.md), and pack neither aborts nor drops the sample.
+    src = os.path.join(tmp_root, "latin1_src")
+    os.makedirs(os.path.join(src, "cat"))
+    image = dataset_files(dataset)[0]
+    for name in (b"caf\xe9.jpg", b"ok.jpg"):
+        with open(image, "rb") as f, open(os.path.join(os.fsencode(src), b"cat", name), "wb") as g:
+            g.write(f.read())
+    out = os.path.join(tmp_root, "latin1_out")
+    info = sluice.pack(src, out, threads=1)
+    assert info["samples"] == 2
+    with tarfile.open(os.path.join(out, "shard-000000.tar")) as tar:
+        paths = [json.loads(tar.extractfile(m).read())["path"]
+                 for m in tar.getmembers() if m.name.endswith(".json")]
+    assert sorted(paths) == ["cat/caf\ufffd.jpg", "cat/ok.jpg"]
