@@ -248,6 +248,41 @@ void AddReferenceWarning(const Plan& p, LoaderConfig& c) {
   }
 }
 
+// Rank and world size, each on its own: the option when set (>= 0), else the
+// plan's explicit value, else the environment's RANK / WORLD_SIZE (torchrun
+// sets both), else rank 0 of 1. So `world_size: 2` in a spec still takes each
+// process's rank from RANK. A rank not below the world size is an error.
+Result<DistributedEnv> ResolveSharding(const LoaderOptions& options, int64_t plan_rank,
+                                       int64_t plan_world, const LoaderEnvironment& env,
+                                       const std::string& where) {
+  const int64_t rank = options.rank >= 0 ? options.rank : plan_rank;
+  const int64_t world = options.world_size >= 0 ? options.world_size : plan_world;
+  if (rank < 0 || world < 0) {
+    // At least one comes from the environment (defaults when it is unset).
+    if (!env.distributed) return std::unexpected(env.distributed.error());
+  }
+  DistributedEnv out;
+  out.rank = rank >= 0 ? static_cast<int>(rank) : env.distributed->rank;
+  out.world_size = world >= 0 ? static_cast<int>(world) : env.distributed->world_size;
+  auto from = [](int64_t explicit_value, const char* variable) {
+    return explicit_value >= 0 ? std::string("set explicitly") : std::string("from ") + variable;
+  };
+  if (out.world_size < 1) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     where + ": world_size " + std::to_string(out.world_size) + " (" +
+                         from(world, "WORLD_SIZE") + ") must be at least 1");
+  }
+  if (out.rank >= out.world_size) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     where + ": rank " + std::to_string(out.rank) + " (" + from(rank, "RANK") +
+                         ") is not below world_size " + std::to_string(out.world_size) + " (" +
+                         from(world, "WORLD_SIZE") + ")",
+                     "set both rank and world_size, or neither and let torchrun's RANK and "
+                     "WORLD_SIZE decide");
+  }
+  return out;
+}
+
 // Order, seed and sharding (rank / world size: the options, else the plan's
 // explicit values, else the environment).
 Status ResolveSampling(const Plan& p, const LoaderOptions& options, const LoaderEnvironment& env,
@@ -270,18 +305,11 @@ Status ResolveSampling(const Plan& p, const LoaderOptions& options, const Loader
   config.batch_size = static_cast<uint64_t>(c.batch_size);
   int rank = 0, world = 1;
   if (StringOr(s, "sharding", "auto") != "none") {
-    int64_t plan_rank = IntOr(s, "rank", -1), plan_world = IntOr(s, "world_size", -1);
-    if (options.rank >= 0 || options.world_size >= 0) {
-      rank = std::max(options.rank, 0);
-      world = std::max(options.world_size, 1);
-    } else if (plan_rank >= 0 || plan_world >= 0) {
-      rank = static_cast<int>(std::max<int64_t>(plan_rank, 0));
-      world = static_cast<int>(std::max<int64_t>(plan_world, 1));
-    } else {
-      if (!env.distributed) return std::unexpected(env.distributed.error());
-      rank = env.distributed->rank;
-      world = env.distributed->world_size;
-    }
+    auto sharding = ResolveSharding(options, IntOr(s, "rank", -1), IntOr(s, "world_size", -1),
+                                    env, c.where);
+    if (!sharding) return std::unexpected(sharding.error());
+    rank = sharding->rank;
+    world = sharding->world_size;
   }
   config.rank = rank;
   config.world_size = world;

@@ -249,6 +249,47 @@ TEST_F(LoaderConfigTest, ShardingComesFromOptionsThenPlanThenEnvironment) {
   EXPECT_EQ(c->sampler.world_size, 1);
 }
 
+// Each of rank and world size is resolved on its own: a spec that fixes only
+// world_size still takes each process's rank from RANK (they were all rank
+// 0 before), and a rank that does not fit the world size is an error.
+TEST_F(LoaderConfigTest, ALoneWorldSizeTakesTheRankFromTheEnvironment) {
+  LoaderEnvironment env = Env();
+  env.distributed = runtime::DistributedEnv{1, 2};
+  Plan world_only = Load([](json& j) { j["sampling"]["world_size"] = 2; });
+  auto c = ResolveLoaderConfig(world_only, {}, env);
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->sampler.rank, 1);
+  EXPECT_EQ(c->sampler.world_size, 2);
+
+  LoaderOptions o;
+  o.world_size = 2;  // the C++ options alone, likewise
+  c = ResolveLoaderConfig(Load(), o, env);
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->sampler.rank, 1);
+  EXPECT_EQ(c->sampler.world_size, 2);
+
+  // Without RANK / WORLD_SIZE, the missing field takes its default.
+  c = ResolveLoaderConfig(world_only, {}, Env());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->sampler.rank, 0);
+  EXPECT_EQ(c->sampler.world_size, 2);
+
+  env.distributed = runtime::DistributedEnv{3, 4};
+  c = ResolveLoaderConfig(world_only, {}, env);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(c.error().message.find("rank 3 (from RANK) is not below world_size 2 (set explicitly)"),
+            std::string::npos)
+      << c.error().message;
+
+  o = {};
+  o.rank = 2;
+  o.world_size = 0;
+  c = ResolveLoaderConfig(Load(), o, Env());
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("must be at least 1"), std::string::npos);
+}
+
 TEST_F(LoaderConfigTest, ErrorPolicyAndOrderingFromThePlan) {
   Plan plan = Load([](json& j) {
     j["output"]["on_error"] = {{"policy", "replace"}, {"max_fraction", 0.25}};
