@@ -35,9 +35,10 @@ std::vector<ShardLookup> LocalLookups(const std::string& index_path,
 }
 
 // HASH of the cache file name: the shards' absolute paths, sizes and mtimes,
-// and the mapping.
+// the mapping and the scan rules' revision.
 std::string CacheKey(const std::vector<ShardFile>& shards, const FieldMapping& mapping) {
   std::string text = mapping.Fingerprint() + "\n";
+  text += "scan " + std::to_string(kScanRevision) + "\n";
   for (const ShardFile& s : shards) {
     text += s.absolute + '\0' + std::to_string(s.size) + ' ' + std::to_string(s.mtime_ns) + '\n';
   }

@@ -83,6 +83,7 @@ std::vector<ShardLookup> RemoteLookups(const std::string& dir,
 
 std::string CacheKey(const std::vector<ObjectInfo>& shards, const FieldMapping& mapping) {
   std::string text = "remote\n" + mapping.Fingerprint() + "\n";
+  text += "scan " + std::to_string(kScanRevision) + "\n";
   for (const ObjectInfo& s : shards) text += s.url + '\0' + std::to_string(s.size) + '\n';
   std::string hash = plan_format::HashBytes(text);
   return hash.substr(hash.find(':') + 1);

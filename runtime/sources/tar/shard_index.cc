@@ -147,7 +147,7 @@ Result<std::vector<SampleRecord>> BuildShardRecords(int fd, uint64_t file_size,
   std::string label_text;
   auto on_member = [&](const Member& m) -> Status {
     auto [k, ext] = SplitKey(m.name);
-    if (ext.empty()) return Ok();  // no extension: not a field of any sample
+    if (ext.empty()) return Ok();  // no extension, or hidden: not a field of any sample
     if (!active || k != key) {
       flush();
       key.assign(k);

@@ -45,6 +45,13 @@ struct FieldMapping {
   std::string Fingerprint() const;
 };
 
+// The revision of the scan rules: what BuildShardRecords makes of the same
+// shard bytes. Cached indexes (index_store.h, remote_index.h) are named by a
+// hash that covers it, so a build whose rules changed re-indexes instead of
+// reusing an old build's records. Bump it with any such change.
+//   2: members with a hidden base name (".DS_Store", "._x.jpg") are skipped.
+inline constexpr int kScanRevision = 2;
+
 struct SampleRecord {
   // Byte offset of the image member's data in its shard (its tar header is the
   // 512 bytes before). When the sample has no image member: the data offset

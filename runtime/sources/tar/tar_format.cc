@@ -372,7 +372,8 @@ std::pair<std::string_view, std::string_view> SplitKey(std::string_view member_n
   const size_t slash = member_name.rfind('/');
   const size_t base = slash == std::string_view::npos ? 0 : slash + 1;
   const size_t dot = member_name.find('.', base);
-  if (dot == std::string_view::npos) return {member_name, {}};
+  // No dot, or a hidden base name (".DS_Store", "._x.jpg"): no field.
+  if (dot == std::string_view::npos || dot == base) return {member_name, {}};
   return {member_name.substr(0, dot), member_name.substr(dot + 1)};
 }
 

@@ -65,7 +65,10 @@ Status ScanArchive(int fd, uint64_t file_size, std::string_view shard_name,
 
 // WebDataset's key convention: key = directory + base name up to its first
 // '.', extension = the rest after that dot ("a/b.seg.png" -> {"a/b",
-// "seg.png"}). A base name without a dot gives an empty extension.
+// "seg.png"}). A base name without a dot, or one that starts with a dot (a
+// hidden file: ".DS_Store", macOS's "._x.jpg"; WebDataset's key regex
+// `^((?:.*/|)[^.]+)[.]([^/]*)$` rejects it too), gives {member_name, ""}:
+// an empty extension, so the member is no field of any sample.
 std::pair<std::string_view, std::string_view> SplitKey(std::string_view member_name);
 
 // Extension comparison (ASCII case-insensitive): "JPG" matches "jpg".

@@ -123,6 +123,30 @@ TEST(BuildShardRecords, CorruptShardKeepsItsPrefixAndEndsWithACorruptRecord) {
   EXPECT_EQ((*records)[2].label, SampleRecord::kCorruptTail);
 }
 
+// Hidden members (a top-level ".jpg", macOS "._x.jpg" and ".DS_Store") are
+// skipped as WebDataset skips them: no sample, no bad sample, and they do not
+// split the sample around them.
+TEST(BuildShardRecords, HiddenMembersAreNoSamples) {
+  TempDir dir;
+  const std::string path = (dir.path() / "s.tar").string();
+  auto off = WriteShard(path, {{".jpg", "J"},
+                               {".DS_Store", "junk"},
+                               {"a.jpg", "A"},
+                               {"._a.jpg", "AppleDouble"},
+                               {"a.cls", "3"},
+                               {"d/._b.jpg", "AppleDouble"},
+                               {"d/b.jpg", "B"},
+                               {"d/b.cls", "4"}});
+  auto records = Build(path);
+  ASSERT_TRUE(records.has_value()) << records.error().ToString();
+  ASSERT_EQ(records->size(), 2u);
+  EXPECT_EQ((*records)[0].offset, off[2]);
+  EXPECT_EQ((*records)[0].label, 3);
+  EXPECT_EQ((*records)[1].offset, off[6]);
+  EXPECT_EQ((*records)[1].label, 4);
+  for (const SampleRecord& r : *records) EXPECT_FALSE(r.bad());
+}
+
 // A GNU long-name record whose member is missing (the file ends inside the
 // record's padding): the corrupt tail is reported at the end of the file, and
 // the records still form a valid index (found by the tar_index fuzzer).

@@ -212,6 +212,11 @@ TEST(SplitKey, WebDatasetConvention) {
   EXPECT_EQ(SplitKey("dir.v2/x.cls"), (P{"dir.v2/x", "cls"}));
   EXPECT_EQ(SplitKey("noext"), (P{"noext", ""}));
   EXPECT_EQ(SplitKey("./k.JPG"), (P{"./k", "JPG"}));
+  // Hidden base names are no field (WebDataset's key regex rejects them).
+  EXPECT_EQ(SplitKey(".jpg"), (P{".jpg", ""}));
+  EXPECT_EQ(SplitKey("d/._x.jpg"), (P{"d/._x.jpg", ""}));
+  EXPECT_EQ(SplitKey(".DS_Store"), (P{".DS_Store", ""}));
+  EXPECT_EQ(SplitKey(".hidden/x.jpg"), (P{".hidden/x", "jpg"}));  // only the base name counts
   EXPECT_TRUE(ExtensionEquals("JPG", "jpg"));
   EXPECT_FALSE(ExtensionEquals("jpeg", "jpg"));
 }
