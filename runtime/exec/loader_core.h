@@ -183,7 +183,12 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // The consumed set a complete or rank state names (checked to lie in the epoch).
   Result<ConsumedSet> StateConsumed(const LoaderState& state) const;
   // When `consumed` is whole batches of a fresh epoch on this world size,
-  // the same number on every rank: this rank's delivered batches there.
+  // the same number on every rank: this rank's delivered batches there, so
+  // the epoch goes on exactly as if never interrupted. With strict ordering
+  // only when they are every rank's first batches (a lockstep prefix): a
+  // strict State() names the other ranks' batches by that prefix alone, so
+  // batches delivered out of order (a merged relaxed job's) start a new
+  // segment instead. Every rank decides alike, from the same state.
   std::optional<std::vector<uint64_t>> FreshEpochBatches(const ConsumedSet& consumed) const;
   void WaitIdleLocked(std::unique_lock<std::mutex>& lock);
   Batch MakeBatchLocked(int buffer);
