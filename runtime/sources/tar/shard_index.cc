@@ -88,7 +88,7 @@ std::string CheckRecord(const SampleRecord& r, uint64_t file_size) {
   if (r.offset < kBlockSize || r.offset % kBlockSize != 0 || r.offset > file_size) {
     return "member offset not after a header";
   }
-  if (r.size < SampleRecord::kImageTooLarge && r.size > file_size - r.offset) {
+  if (r.size < SampleRecord::kSparseMember && r.size > file_size - r.offset) {
     return "member past the shard's end";
   }
   return "";
@@ -116,6 +116,9 @@ std::string DescribeBadRecord(const SampleRecord& r, const FieldMapping& mapping
     return "no image member (" + exts + ")";
   }
   if (r.size == SampleRecord::kImageTooLarge) return "image member is 4 GiB or larger";
+  if (r.size == SampleRecord::kSparseMember) {
+    return "sparse tar member not supported: re-create the shard without --sparse";
+  }
   if (r.label == SampleRecord::kNoLabel) return "no label member (" + mapping.label_ext + ")";
   if (r.label == SampleRecord::kBadLabel) {
     return "label member (" + mapping.label_ext + ") is not a decimal integer";
@@ -136,11 +139,13 @@ Result<std::vector<SampleRecord>> BuildShardRecords(int fd, uint64_t file_size,
   bool active = false;
   size_t image_rank = SIZE_MAX;
   bool has_label = false;
+  bool image_sparse = false, label_sparse = false;  // the chosen member is sparse
   SampleRecord rec{};
   auto flush = [&] {
     if (!active) return;
     if (image_rank == SIZE_MAX) rec.size = SampleRecord::kNoImage;  // offset: first member
     rec.label = label_ext.empty() ? -1 : has_label ? rec.label : SampleRecord::kNoLabel;
+    if (image_sparse || label_sparse) rec.size = SampleRecord::kSparseMember;
     out.push_back(rec);
     active = false;
   };
@@ -154,18 +159,24 @@ Result<std::vector<SampleRecord>> BuildShardRecords(int fd, uint64_t file_size,
       active = true;
       image_rank = SIZE_MAX;
       has_label = false;
+      image_sparse = label_sparse = false;
       rec = SampleRecord{m.data_offset, SampleRecord::kNoImage, 0};
     }
     for (size_t r = 0; r < image_exts.size() && r < image_rank; ++r) {
       if (!ExtensionEquals(ext, image_exts[r])) continue;
       image_rank = r;
       rec.offset = m.data_offset;
-      rec.size = m.size >= SampleRecord::kImageTooLarge ? SampleRecord::kImageTooLarge
-                                                        : static_cast<uint32_t>(m.size);
+      rec.size = m.size >= SampleRecord::kSparseMember ? SampleRecord::kImageTooLarge
+                                                       : static_cast<uint32_t>(m.size);
+      image_sparse = m.sparse;
       return Ok();
     }
     if (label_ext.empty() || has_label || !ExtensionEquals(ext, label_ext)) return Ok();
     has_label = true;
+    if (m.sparse) {  // its bytes are not the label: the sample is bad (flush)
+      label_sparse = true;
+      return Ok();
+    }
     if (m.size > kMaxLabelBytes) {
       rec.label = SampleRecord::kBadLabel;
       return Ok();

@@ -50,7 +50,9 @@ struct FieldMapping {
 // hash that covers it, so a build whose rules changed re-indexes instead of
 // reusing an old build's records. Bump it with any such change.
 //   2: members with a hidden base name (".DS_Store", "._x.jpg") are skipped.
-inline constexpr int kScanRevision = 2;
+//   3: GNU sparse members are named by GNU.sparse.name and make their sample
+//      bad (SampleRecord::kSparseMember) when they are its image or label.
+inline constexpr int kScanRevision = 3;
 
 struct SampleRecord {
   // Byte offset of the image member's data in its shard (its tar header is the
@@ -63,8 +65,11 @@ struct SampleRecord {
   // Sentinels: a sample that a Read must report as bad.
   // size: the sample has no member with an image extension.
   static constexpr uint32_t kNoImage = std::numeric_limits<uint32_t>::max();
-  // size: the image member is 4 GiB - 2 bytes or larger.
+  // size: the image member is 4 GiB - 3 bytes or larger.
   static constexpr uint32_t kImageTooLarge = kNoImage - 1;
+  // size: the image or label member is a GNU sparse member (tar --sparse):
+  // its stored bytes are not the file's contents. `offset` is as for an image.
+  static constexpr uint32_t kSparseMember = kNoImage - 2;
   // label: the sample has no label member.
   static constexpr int32_t kNoLabel = std::numeric_limits<int32_t>::min();
   // label: the label member is not a decimal integer in [-2^31 + 3, 2^31 - 1]
@@ -78,7 +83,7 @@ struct SampleRecord {
   bool corrupt_tail() const { return label == kCorruptTail; }
   bool bad() const {
     return label == kCorruptTail || label == kNoLabel || label == kBadLabel ||
-           size >= kImageTooLarge;
+           size >= kSparseMember;
   }
 };
 static_assert(sizeof(SampleRecord) == 16);
@@ -93,7 +98,9 @@ std::string DescribeBadRecord(const SampleRecord& r, const FieldMapping& mapping
 // samples read before the bad spot (the last one may lack a field that came
 // after it, and is then a bad sample) and ends with one kCorruptTail record:
 // the corruption is a bad sample for the loader's error policy, not an error
-// here.
+// here. A sample whose image or label member is a GNU sparse member gets
+// kSparseMember (a bad sample); a sparse member that is neither is ignored
+// like any other member.
 // Errors: kIo when the shard cannot be read at all (pread failure).
 Result<std::vector<SampleRecord>> BuildShardRecords(int fd, uint64_t file_size,
                                                     std::string_view shard_name,

@@ -156,13 +156,16 @@ std::optional<uint64_t> ParseDecimal(std::string_view text) {
 
 // Pending values from GNU long-name and pax headers for the next member.
 struct Pending {
-  std::optional<std::string> long_name;  // 'L'
-  std::optional<std::string> pax_path;   // 'x' path=
-  std::optional<uint64_t> pax_size;      // 'x' size=
-  bool any() const { return long_name || pax_path || pax_size; }
+  std::optional<std::string> long_name;    // 'L'
+  std::optional<std::string> pax_path;     // 'x' path=
+  std::optional<uint64_t> pax_size;        // 'x' size=
+  std::optional<std::string> sparse_name;  // 'x' GNU.sparse.name= (the real name)
+  bool pax_sparse = false;                 // 'x' any GNU.sparse.* record
+  bool any() const { return long_name || pax_path || pax_size || sparse_name || pax_sparse; }
 };
 
-// Parses pax records "LEN KEY=VALUE\n" (path and size kept). False when malformed.
+// Parses pax records "LEN KEY=VALUE\n" (path, size, GNU.sparse.name and
+// whether any GNU.sparse.* record is there are kept). False when malformed.
 bool ParsePax(std::string_view data, Pending& pending) {
   while (!data.empty()) {
     size_t sp = data.find(' ');
@@ -177,6 +180,9 @@ bool ParsePax(std::string_view data, Pending& pending) {
     std::string_view key = record.substr(0, eq), value = record.substr(eq + 1);
     if (key == "path") {
       pending.pax_path = std::string(value);
+    } else if (key.starts_with("GNU.sparse.")) {
+      pending.pax_sparse = true;
+      if (key == "GNU.sparse.name") pending.sparse_name = std::string(value);
     } else if (key == "size") {
       if (value.size() > 19) return false;
       auto v = ParseDecimal(value);
@@ -314,8 +320,10 @@ Status Scanner::Run(const std::function<Status(const Member&)>& on_member) {
                   "member of " + std::to_string(size) + " bytes runs past the end of the file (" +
                       std::to_string(file_size_) + " bytes): truncated");
     }
-    if (regular) {
-      if (pending.pax_path) {
+    if (regular || type == 'S') {
+      if (pending.sparse_name) {
+        member.name = std::move(*pending.sparse_name);  // not ./GNUSparseFile.N/...
+      } else if (pending.pax_path) {
         member.name = std::move(*pending.pax_path);
       } else if (pending.long_name) {
         member.name = std::move(*pending.long_name);
@@ -325,7 +333,8 @@ Status Scanner::Run(const std::function<Status(const Member&)>& on_member) {
       member.header_offset = pos;
       member.data_offset = data;
       member.size = size;
-      member.head = reader_.Held(data, size);
+      member.sparse = type == 'S' || pending.pax_sparse;
+      member.head = member.sparse ? std::span<const uint8_t>() : reader_.Held(data, size);
       SLUICE_RETURN_IF_ERROR(on_member(member));
     }
     pending = Pending{};

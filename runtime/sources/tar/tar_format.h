@@ -25,6 +25,11 @@ struct Member {
   uint64_t header_offset = 0;  // byte offset of the member's own ustar header
   uint64_t data_offset = 0;    // header_offset + 512: where its bytes start
   uint64_t size = 0;           // its byte count (pax `size` applied)
+  // A GNU sparse member (type 'S', or pax GNU.sparse.* records): its `size`
+  // stored bytes are a sparse map and the non-hole parts, not the file's
+  // contents (for 'S' they start after its sparse extension blocks, which
+  // may follow the header), and `name` is its real name (pax GNU.sparse.name).
+  bool sparse = false;
   // The first bytes of the data when the scanner already holds them in memory
   // (valid during the callback only; may be shorter than `size` or empty).
   std::span<const uint8_t> head;
@@ -54,9 +59,10 @@ struct ScanStop {
 // archive order, calling on_member for each; on_member's error stops the scan
 // and is returned as is. Headers are read with pread in small windows; member
 // data is skipped, not read. Handles ustar (prefix), GNU ('L' long names, 'K'
-// long links, base-256 sizes), pax ('x': path and size; 'g' ignored) and v7
-// headers. Directories, links, devices and FIFOs are skipped. The archive ends
-// at a zero block or at EOF on a block boundary.
+// long links, base-256 sizes), pax ('x': path, size and GNU.sparse.name; 'g'
+// ignored) and v7 headers. GNU sparse members ('S', or pax GNU.sparse.*) are
+// listed with `sparse` set. Directories, links, devices and FIFOs are
+// skipped. The archive ends at a zero block or at EOF on a block boundary.
 // Errors: kCorruptData naming `shard_name` and the byte offset (bad checksum,
 // truncated header or member, unparsable size, malformed long name or pax
 // record), kIo when pread fails; `stop` (when given) is filled for those.

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 using testing::WriteShard;
+namespace fs = std::filesystem;
 
 Result<std::vector<SampleRecord>> Build(const std::string& path, const FieldMapping& mapping = {}) {
   int fd = ::open(path.c_str(), O_RDONLY);
@@ -145,6 +147,57 @@ TEST(BuildShardRecords, HiddenMembersAreNoSamples) {
   EXPECT_EQ((*records)[1].offset, off[6]);
   EXPECT_EQ((*records)[1].label, 4);
   for (const SampleRecord& r : *records) EXPECT_FALSE(r.bad());
+}
+
+// A shard made by GNU tar --sparse: a sparse image or label member makes its
+// sample one bad sample (its stored bytes are not the file's contents); a
+// sparse member that is no field is ignored; the other samples are intact.
+TEST(BuildShardRecords, SparseImageOrLabelMakesTheSampleBad) {
+  TempDir dir;
+  const fs::path src = dir.path() / "src";
+  auto sparse = [&](const std::string& name, const std::string& head) {
+    dir.Write("src/" + name, head);
+    fs::resize_file(src / name, 1 << 20);
+  };
+  dir.Write("src/a.cls", "1");
+  sparse("a.jpg", "JPEG");
+  dir.Write("src/b.jpg", "B");
+  sparse("b.cls", "2");
+  dir.Write("src/c.cls", "3");
+  dir.Write("src/c.jpg", "C");
+  sparse("c.json", "{}");
+  dir.Write("src/d.cls", "4");
+  dir.Write("src/d.jpg", "D");
+  struct stat st;
+  ASSERT_EQ(::stat((src / "a.jpg").c_str(), &st), 0);
+  if (static_cast<uint64_t>(st.st_blocks) * 512 >= (1 << 20)) {
+    GTEST_SKIP() << "this file system stores no holes";
+  }
+  for (const std::string format : {"gnu", "posix"}) {
+    SCOPED_TRACE(format);
+    const std::string path = (dir.path() / "s.tar").string();
+    const std::string cmd = "tar --sparse --format=" + format + " --sort=name -cf '" + path +
+                            "' -C '" + src.string() + "' . 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    auto records = Build(path);
+    ASSERT_TRUE(records.has_value()) << records.error().ToString();
+    ASSERT_EQ(records->size(), 4u);  // a, b, c, d: none split
+    const auto& r = *records;
+    EXPECT_EQ(r[0].size, SampleRecord::kSparseMember);
+    EXPECT_EQ(r[1].size, SampleRecord::kSparseMember);
+    EXPECT_TRUE(r[0].bad());
+    EXPECT_TRUE(r[1].bad());
+    EXPECT_EQ(DescribeBadRecord(r[0], FieldMapping{}),
+              "sparse tar member not supported: re-create the shard without --sparse");
+    EXPECT_EQ(r[2].size, 1u);
+    EXPECT_EQ(r[2].label, 3);
+    EXPECT_EQ(r[3].size, 1u);
+    EXPECT_EQ(r[3].label, 4);
+    const std::string bytes = ReadFile(path);
+    EXPECT_EQ(bytes.substr(r[3].offset, 1), "D");
+    IndexWriter w(FieldMapping{});  // the sentinel passes the index's record checks
+    EXPECT_TRUE(w.AddShard("s.tar", bytes.size(), r).has_value());
+  }
 }
 
 // A GNU long-name record whose member is missing (the file ends inside the

@@ -1,6 +1,7 @@
 #include "runtime/sources/tar/tar_format.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -111,6 +112,42 @@ TEST(ScanArchive, ReadsGnuTarFormats) {
     EXPECT_EQ(members[2].name, long_rel);
     EXPECT_EQ(bytes.substr(members[1].data_offset, members[1].size), "AAA");
     EXPECT_EQ(bytes.substr(members[2].data_offset, members[2].size), "long");
+  }
+}
+
+// GNU tar's sparse members (`tar --sparse`): in pax formats 0.1 and 1.0 the
+// header names ./GNUSparseFile.N/a.jpg and GNU.sparse.name the real name; in
+// pax 0.0 and the GNU format (type 'S') the header holds the real name. Each
+// is listed under its real name with `sparse` set, so the sample is not split.
+TEST(ScanArchive, GnuSparseMembersKeepTheirRealName) {
+  TempDir dir;
+  const fs::path src = dir.path() / "src";
+  dir.Write("src/a.cls", "7");
+  dir.Write("src/a.jpg", "JPEGDATA");
+  fs::resize_file(src / "a.jpg", 1 << 20);  // a hole after the first bytes
+  dir.Write("src/b.jpg", "BBB");
+  struct stat st;
+  ASSERT_EQ(::stat((src / "a.jpg").c_str(), &st), 0);
+  if (static_cast<uint64_t>(st.st_blocks) * 512 >= (1 << 20)) {
+    GTEST_SKIP() << "this file system stores no holes";
+  }
+  for (const std::string format :
+       {"--format=gnu", "--format=posix --sparse-version=0.0",
+        "--format=posix --sparse-version=0.1", "--format=posix --sparse-version=1.0"}) {
+    SCOPED_TRACE(format);
+    const std::string path = (dir.path() / "shard.tar").string();
+    const std::string cmd = "tar --sparse " + format + " --sort=name -cf '" + path + "' -C '" +
+                            src.string() + "' a.cls a.jpg b.jpg 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    auto members = ScanFile(path);
+    ASSERT_EQ(members.size(), 3u);
+    EXPECT_EQ(members[0].name, "a.cls");
+    EXPECT_EQ(members[1].name, "a.jpg");
+    EXPECT_EQ(members[2].name, "b.jpg");
+    EXPECT_FALSE(members[0].sparse);
+    EXPECT_TRUE(members[1].sparse);
+    EXPECT_FALSE(members[2].sparse);
+    EXPECT_EQ(ReadFile(path).substr(members[2].data_offset, members[2].size), "BBB");
   }
 }
 
