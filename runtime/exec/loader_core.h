@@ -185,7 +185,7 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // When `consumed` is whole batches of a fresh epoch on this world size,
   // the same number on every rank: this rank's delivered batches there, so
   // the epoch goes on exactly as if never interrupted. With strict ordering
-  // only when they are every rank's first batches (a lockstep prefix): a
+  // on several ranks, only when they are every rank's first batches: a
   // strict State() names the other ranks' batches by that prefix alone, so
   // batches delivered out of order (a merged relaxed job's) start a new
   // segment instead. Every rank decides alike, from the same state.

@@ -111,7 +111,7 @@ std::optional<std::vector<uint64_t>> LoaderCore::FreshEpochBatches(
     for (uint64_t k = 0; k < batches; ++k) {
       const PosRange u = layout.BatchU(r, k);
       if (u.begin == u.end || !consumed.Contains(u.begin, u.end)) continue;
-      if (!config_.relaxed && k != count) return std::nullopt;  // not a lockstep prefix
+      if (!config_.relaxed && world > 1 && k != count) return std::nullopt;  // not a prefix
       covered += u.end - u.begin;
       ++count;
       if (r == config_.sampler.rank) mine.push_back(k);
