@@ -219,12 +219,17 @@ Result<LoaderState> MergeStates(const std::vector<LoaderState>& states) {
     return first;
   }
   const int world = first.world_size;
+  if (world < 1) return fail(0, "has world size " + std::to_string(world) + " (must be >= 1)");
   std::vector<bool> seen(static_cast<size_t>(world), false);
   for (size_t i = 0; i < states.size(); ++i) {
     const LoaderState& s = states[i];
     if (s.world_size != world || s.position != first.position || s.consumed != first.consumed ||
         s.order_world_size != first.order_world_size) {
       return fail(i, "is from another segment (world size or consumed set) than state 0");
+    }
+    if (s.rank < 0 || s.rank >= world) {
+      return fail(i, "names rank " + std::to_string(s.rank) + ", not one of the " +
+                         std::to_string(world) + " ranks");
     }
     if (seen[static_cast<size_t>(s.rank)]) return fail(i, "repeats rank " + std::to_string(s.rank));
     seen[static_cast<size_t>(s.rank)] = true;

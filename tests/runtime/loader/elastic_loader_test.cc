@@ -224,6 +224,21 @@ TEST_F(ElasticLoaderTest, SameWorldSizeContinuesExactlyAndRankStatesNeedTheirRan
   EXPECT_FALSE(MergeStates({rank_state}));
   EXPECT_FALSE(MergeStates({rank_state, rank_state, rank_state}));
   EXPECT_FALSE(MergeStates({rank_state, state}));
+  // Ranks outside the world size are refused (rank -5 corrupted the heap).
+  for (int bad_rank : {-5, 3, 64}) {
+    std::vector<LoaderState> states;
+    for (int r = 0; r < 3; ++r) {
+      Loader rank_loader = Make(plan, true, r, 3, true);
+      ASSERT_TRUE(ReadEpoch(rank_loader, 1));
+      states.push_back(rank_loader.State());
+    }
+    ASSERT_TRUE(MergeStates(states));
+    states[1].rank = bad_rank;
+    auto merged = MergeStates(states);
+    ASSERT_FALSE(merged) << bad_rank;
+    EXPECT_NE(merged.error().message.find("not one of the 3 ranks"), std::string::npos)
+        << merged.error().message;
+  }
 }
 
 }  // namespace
