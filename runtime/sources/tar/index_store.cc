@@ -107,6 +107,64 @@ std::optional<ChosenIndex> TryIndex(const std::string& path, const std::vector<S
   return c;
 }
 
+// Why DIR/index.sluice at `path` must not be used for `shards` although it
+// lists them with their sizes: some shard was modified after it was written
+// (`sluice pack` writes its shards first and the index last, so a fresh pack
+// passes). "" when none was (or the index cannot be stat'ed).
+std::string NewerThanIndex(const std::string& path, const std::vector<ShardFile>& shards) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "";
+  const int64_t index_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  const ShardFile* first = nullptr;
+  size_t more = 0;
+  for (const ShardFile& f : shards) {
+    if (f.mtime_ns <= index_ns) continue;
+    if (first == nullptr) {
+      first = &f;
+    } else {
+      ++more;
+    }
+  }
+  if (first == nullptr) return "";
+  return "shard '" + first->path + "'" +
+         (more > 0 ? " (and " + std::to_string(more) + " more)" : std::string()) +
+         (more > 0 ? " are" : " is") + " newer than " + path;
+}
+
+// Where FindIndex looks.
+struct IndexPlaces {
+  fs::path data_dir;       // DIR: the first shard's directory
+  std::string cache_dir;   // CACHE
+  std::string cache_name;  // sluice-index-HASH.sluice
+};
+
+// Steps 2 and 3 of the file comment: DIR/index.sluice unless a shard is newer
+// than it, then the cached index in DIR, then in CACHE; nullopt when none is
+// usable. Adds what it printed to `notes`.
+std::optional<ChosenIndex> FindIndex(const std::vector<ShardFile>& shards,
+                                     const FieldMapping& mapping, const IndexOptions& options,
+                                     const IndexPlaces& places, std::vector<std::string>& notes) {
+  const std::string pack_index = (places.data_dir / kPackIndexName).string();
+  std::string newer;  // why a pack index that lists the shards is not used
+  if (auto found = TryIndex(pack_index, shards, mapping, options, notes)) {
+    newer = NewerThanIndex(pack_index, shards);
+    if (newer.empty()) return found;
+  }
+  auto warn = [&](std::string line) {
+    if (!options.quiet) log::Warn(kLog, line);
+    notes.push_back(std::move(line));
+  };
+  for (const fs::path& candidate :
+       {places.data_dir / places.cache_name, fs::path(places.cache_dir) / places.cache_name}) {
+    if (auto found = TryIndex(candidate.string(), shards, mapping, options, notes)) {
+      if (!newer.empty()) warn(newer + ": using " + candidate.string());
+      return found;
+    }
+  }
+  if (!newer.empty()) warn(newer + ": rescanning");
+  return std::nullopt;
+}
+
 Result<ChosenIndex> Explicit(const std::vector<ShardFile>& shards, const FieldMapping& mapping,
                              const std::string& path) {
   auto index = ShardIndex::Load(path);
@@ -173,12 +231,9 @@ Result<ChosenIndex> OpenShardIndex(const std::vector<ShardFile>& shards,
   const std::string cache_dir = ResolveCacheDir(options.cache_dir);
   const std::string cache_name = "sluice-index-" + CacheKey(shards, mapping) + ".sluice";
   std::vector<std::string> notes;
-  for (const fs::path& candidate :
-       {data_dir / kPackIndexName, data_dir / cache_name, fs::path(cache_dir) / cache_name}) {
-    if (auto found = TryIndex(candidate.string(), shards, mapping, options, notes)) {
-      found->notes = std::move(notes);
-      return std::move(*found);
-    }
+  if (auto found = FindIndex(shards, mapping, options, {data_dir, cache_dir, cache_name}, notes)) {
+    found->notes = std::move(notes);
+    return std::move(*found);
   }
 
   const auto t0 = std::chrono::steady_clock::now();

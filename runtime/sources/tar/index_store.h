@@ -7,7 +7,10 @@
 //     entry is marked as disagreeing (its samples are bad samples);
 //  2. DIR/index.sluice (the name `sluice pack` writes), used in place when it
 //     lists every selected shard with its current size and the same mapping
-//     (a subset of its shards is fine);
+//     (a subset of its shards is fine), and no selected shard's modification
+//     time (in nanoseconds) is later than index.sluice's own (pack writes the
+//     index after its shards); else one warning names such a shard and the
+//     next steps give the index;
 //  3. a cached index DIR/sluice-index-HASH.sluice, then CACHE/sluice-index-
 //     HASH.sluice, where HASH covers the shards' absolute paths, sizes and
 //     modification times and the mapping;

@@ -1,9 +1,12 @@
 // TarShardSource over shards that GNU tar or a user made in unusual ways:
 // sparse members, shards changed after `sluice pack` indexed them, Sluice's
 // own files beside the shards, one shard named two ways.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -75,6 +78,71 @@ TEST(TarShardsEdge, SparseImageMemberIsABadSampleNotData) {
     EXPECT_EQ(Contents(*source, 1), "BB");
     EXPECT_EQ(source->label(1), 2);
   }
+}
+
+// Writes DIR/index.sluice for `names` as `sluice pack` does (the shards'
+// records, names relative to DIR).
+void WritePackIndex(const fs::path& dir, const std::vector<std::string>& names) {
+  tar::IndexWriter w(tar::FieldMapping{});
+  for (const std::string& name : names) {
+    const int fd = ::open((dir / name).c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    const uint64_t size = fs::file_size(dir / name);
+    auto r = tar::BuildShardRecords(fd, size, name, tar::FieldMapping{});
+    ::close(fd);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_TRUE(w.AddShard(name, size, *r).has_value());
+  }
+  ASSERT_TRUE(w.Write((dir / tar::kPackIndexName).string()).has_value());
+}
+
+// A shard rewritten after index.sluice with the same size (a relabelled .cls
+// member) is newer than the index: the index is not trusted for it, one
+// warning names the shard, and the new labels are read (then from the cached
+// index the rescan wrote). A shard no newer than index.sluice uses it.
+TEST(TarShardsEdge, AShardNewerThanIndexSluiceIsRescanned) {
+  TempDir dir;
+  const fs::path data = dir.path() / "data";
+  fs::create_directories(data);
+  const std::string a = (data / "a.tar").string();
+  auto off = testing::WriteShard(a, {{"k.jpg", "K"}, {"k.cls", "3"}});
+  testing::WriteShard((data / "b.tar").string(), {{"m.jpg", "M"}, {"m.cls", "5"}});
+  WritePackIndex(data, {"a.tar", "b.tar"});
+  const std::string index = (data / tar::kPackIndexName).string();
+  const auto t = fs::last_write_time(index);
+  fs::last_write_time(a, t);  // as new as the index: a fresh pack
+  auto fresh = MustOpen(Options(data.string()));
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(fresh->index_path(), index);
+  EXPECT_EQ(fresh->label(0), 3);
+
+  std::string bytes = testing::ReadFile(a);
+  bytes[off[1]] = '4';  // same size
+  testing::WriteFile(a, bytes);
+  fs::last_write_time(a, t + std::chrono::nanoseconds(1));
+  TarShardOptions loud = Options(data.string());
+  loud.index.quiet = false;
+  ::testing::internal::CaptureStderr();
+  auto src = MustOpen(loud);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(src, nullptr);
+  EXPECT_TRUE(src->index_built());
+  EXPECT_NE(src->index_path(), index);
+  EXPECT_EQ(src->label(0), 4);
+  EXPECT_EQ(src->label(1), 5);
+  EXPECT_NE(err.find("shard '" + a + "' is newer than " + index + ": rescanning"),
+            std::string::npos)
+      << err;
+
+  ::testing::internal::CaptureStderr();
+  auto again = MustOpen(loud);
+  err = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(again, nullptr);
+  EXPECT_FALSE(again->index_built());
+  EXPECT_EQ(again->index_path(), src->index_path());
+  EXPECT_EQ(again->label(0), 4);
+  EXPECT_NE(err.find("is newer than " + index + ": using " + src->index_path()), std::string::npos)
+      << err;
 }
 
 }  // namespace
