@@ -52,6 +52,7 @@ Result<std::vector<ObjectInfo>> ListGlob(ObjectStore& store, const std::string& 
   if (!listed) return std::unexpected(listed.error());
   std::vector<ObjectInfo> out;
   for (ObjectInfo& o : *listed) {
+    if (IsSluiceFile(o.url.substr(o.url.rfind('/') + 1))) continue;  // index.sluice, ...
     if (::fnmatch(pattern.c_str(), o.url.c_str(), FNM_PATHNAME) == 0) out.push_back(std::move(o));
   }
   if (out.empty()) {

@@ -5,7 +5,7 @@
 // (shard_paths.h ExpandBraces), in order:
 //  - with a glob character (* ? [): the objects listed under the text before
 //    the first glob character, matched with fnmatch(3) (a '*' does not cross
-//    '/'), sorted;
+//    '/'; Sluice's own files, shard_paths.h IsSluiceFile, skipped), sorted;
 //  - ending in '/': the objects directly under that prefix ending in ".tar";
 //  - else the object itself (Stat); when there is none and the name does not
 //    end in ".tar", it is taken as a directory (name + "/").

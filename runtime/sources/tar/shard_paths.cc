@@ -191,7 +191,7 @@ Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     if (ec) return MakeError(ErrorCode::kIo, "cannot list '" + dir + "': " + ec.message());
     const std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.' || !name.ends_with(".tar")) continue;
+    if (name.empty() || name[0] == '.' || !name.ends_with(".tar")) continue;  // no IsSluiceFile
     if (it->is_regular_file(ec)) paths.push_back(it->path().string());
   }
   if (paths.empty()) {
@@ -202,6 +202,17 @@ Result<std::vector<std::string>> ListDirectory(const std::string& dir) {
 }
 
 }  // namespace
+
+bool IsSluiceFile(std::string_view file_name) {
+  // An index's temporary file (IndexWriter::Write: NAME.tmp.PID.N) is judged
+  // by the index's NAME.
+  constexpr std::string_view kSluice = ".sluice";
+  if (const size_t tmp = file_name.find(".sluice.tmp."); tmp != std::string_view::npos) {
+    file_name = file_name.substr(0, tmp + kSluice.size());
+  }
+  return file_name == "index.sluice" || file_name == "manifest.json" ||
+         (file_name.starts_with("sluice-index-") && file_name.ends_with(".sluice"));
+}
 
 Result<std::vector<std::string>> ExpandBraces(std::string_view pattern, const BraceLimits& limits) {
   // Expansion recurses once per brace group: a bound on the pattern bounds
@@ -230,9 +241,12 @@ Result<std::vector<std::string>> ResolveShardPaths(const std::string& path) {
   auto names = ExpandBraces(path);
   if (!names) return std::unexpected(names.error());
   std::vector<std::string> paths;
-  std::unordered_set<std::string> seen;
+  std::unordered_set<std::string> seen;  // lexically normal absolute paths
   auto add = [&](std::string p) {
-    if (seen.insert(p).second) paths.push_back(std::move(p));
+    fs::path absolute = fs::absolute(p, ec);
+    if (seen.insert(ec ? p : absolute.lexically_normal().string()).second) {
+      paths.push_back(std::move(p));
+    }
   };
   for (const std::string& name : *names) {
     if (name.find_first_of("*?[") != std::string::npos) {
@@ -247,7 +261,9 @@ Result<std::vector<std::string>> ResolveShardPaths(const std::string& path) {
         return MakeError(ErrorCode::kIo, "tar_shards: cannot match '" + name + "'");
       }
       for (size_t i = 0; i < g.gl_pathc; ++i) {
-        if (fs::is_regular_file(g.gl_pathv[i], ec)) add(g.gl_pathv[i]);
+        const fs::path match(g.gl_pathv[i]);
+        if (IsSluiceFile(match.filename().string())) continue;
+        if (fs::is_regular_file(match, ec)) add(g.gl_pathv[i]);
       }
       ::globfree(&g);
       continue;

@@ -25,12 +25,22 @@ struct BraceLimits {
 Result<std::vector<std::string>> ExpandBraces(std::string_view pattern,
                                               const BraceLimits& limits = {});
 
-// The shard files `path` names, each once, in order:
+// Whether the base name `file_name` is a file Sluice itself writes beside
+// shards: `index.sluice`, `manifest.json`, a cached index
+// `sluice-index-*.sluice`, or such an index's temporary file
+// (`index.sluice.tmp.*`, `sluice-index-*.sluice.tmp.*`). Glob expansion
+// (local, and remote listings: remote_index.h) never selects one as a shard;
+// directories give only "*.tar" files, which none of them is.
+bool IsSluiceFile(std::string_view file_name);
+
+// The shard files `path` names, each once (the first spelling of a file named
+// twice, compared as lexically normal absolute paths: "d/a.tar" and
+// "./d/a.tar" are one shard), in order:
 //  - an existing directory: its non-hidden regular files ending in ".tar",
 //    sorted by name;
 //  - else each brace expansion of `path` in order; an expansion with a glob
-//    character (* ? [) is matched with glob(3) (sorted), any other must be an
-//    existing file.
+//    character (* ? [) is matched with glob(3) (sorted; IsSluiceFile names
+//    skipped), any other must be an existing file.
 // Errors: kNotFound (a listed shard does not exist, a glob matches nothing,
 // a directory holds no .tar file), kInvalidArgument (empty path, too many
 // names), kIo (cannot list).

@@ -120,6 +120,11 @@ TEST(RemoteTarShards, GlobsPrefixesAndMissingShards) {
   ASSERT_TRUE(glob.has_value()) << glob.error().ToString();
   ASSERT_EQ(glob->size(), 2u);
   EXPECT_EQ((*glob)[1].url, base + "/shard-000002.tar");
+  testing::WriteFile((data / "index.sluice").string(), "x");  // Sluice's own: never a shard
+  testing::WriteFile((data / "manifest.json").string(), "{}");
+  auto all = tar::ResolveShardUrls(store, base + "/*");
+  ASSERT_TRUE(all.has_value()) << all.error().ToString();
+  EXPECT_EQ(all->size(), 4u);                        // the shards and other.txt
   auto prefix = tar::ResolveShardUrls(store, base);  // a directory without its '/'
   ASSERT_TRUE(prefix.has_value()) << prefix.error().ToString();
   EXPECT_EQ(prefix->size(), 3u);

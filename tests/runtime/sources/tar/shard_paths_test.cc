@@ -95,5 +95,42 @@ TEST(ResolveShardPaths, DirectoryGlobBracesAndMissing) {
   EXPECT_EQ(ResolveShardPaths(empty.path().string()).error().code, ErrorCode::kNotFound);
 }
 
+// A glob over the shards' directory skips the files Sluice writes beside them
+// (index, cached indexes, their temporary files, the manifest), so that
+// opening `dir/*` twice reads the same shards.
+TEST(ResolveShardPaths, GlobsSkipSluicesOwnFiles) {
+  TempDir dir;
+  for (const char* name :
+       {"a.tar", "b.tar", "index.sluice", "manifest.json", "sluice-index-0123456789abcdef.sluice",
+        "sluice-index-0123456789abcdef.sluice.tmp.123.0", "index.sluice.tmp.7.1", "notes.txt"}) {
+    dir.Write(name, "x");
+  }
+  const std::string d = dir.path().string();
+  auto globbed = ResolveShardPaths(d + "/*");
+  ASSERT_TRUE(globbed.has_value());
+  EXPECT_EQ(*globbed, (V{d + "/a.tar", d + "/b.tar", d + "/notes.txt"}));  // a user's file stays
+  EXPECT_EQ(ResolveShardPaths(d + "/*.sluice").error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(ResolveShardPaths(d + "/index.sluice").has_value());  // named: the user's choice
+
+  EXPECT_TRUE(IsSluiceFile("index.sluice"));
+  EXPECT_TRUE(IsSluiceFile("sluice-index-abc.sluice.tmp.1.2"));
+  EXPECT_FALSE(IsSluiceFile("shard.tmp.1.tar"));
+  EXPECT_FALSE(IsSluiceFile("my-index.sluice"));
+  EXPECT_FALSE(IsSluiceFile("manifest.json.bak"));
+}
+
+// One shard spelled two ways (relative, with "./", "..", doubled slashes, or
+// absolute) is one shard, kept in its first spelling and order.
+TEST(ResolveShardPaths, OneShardSpelledTwoWaysIsSelectedOnce) {
+  TempDir dir;
+  dir.Write("dup/full.tar", "x");
+  dir.Write("dup/other.tar", "x");
+  const std::string d = dir.path().string();
+  auto paths = ResolveShardPaths(d + "/{dup/full.tar,./dup/full.tar,dup//full.tar,dup/../dup/" +
+                                 "full.tar,dup/other.tar,dup/*.tar}");
+  ASSERT_TRUE(paths.has_value());
+  EXPECT_EQ(*paths, (V{d + "/dup/full.tar", d + "/dup/other.tar"}));
+}
+
 }  // namespace
 }  // namespace sluice::runtime::tar

@@ -145,5 +145,41 @@ TEST(TarShardsEdge, AShardNewerThanIndexSluiceIsRescanned) {
       << err;
 }
 
+// `dir/*` selects the shards, not the index the first open writes beside
+// them: every open reads the same samples, none bad, and reuses that index.
+TEST(TarShardsEdge, AGlobOverTheShardsDirectoryIgnoresTheIndexesWrittenThere) {
+  TempDir dir;
+  const fs::path data = dir.path() / "data";
+  fs::create_directories(data);
+  testing::WriteShard((data / "a.tar").string(), {{"k.jpg", "K"}, {"k.cls", "1"}});
+  testing::WriteShard((data / "b.tar").string(), {{"m.jpg", "M"}, {"m.cls", "2"}});
+  auto first = MustOpen(Options((data / "*").string()));
+  ASSERT_NE(first, nullptr);
+  EXPECT_TRUE(first->index_built());
+  for (int run = 0; run < 2; ++run) {
+    auto again = MustOpen(Options((data / "*").string()));
+    ASSERT_NE(again, nullptr);
+    EXPECT_FALSE(again->index_built());
+    EXPECT_EQ(again->index_path(), first->index_path());
+    EXPECT_EQ(again->num_shards(), 2u);
+    ASSERT_EQ(again->size(), 2u);
+    EXPECT_EQ(Contents(*again, 1), "M");
+  }
+}
+
+// One shard spelled two ways is read once (it used to fail the open with
+// "shard added twice").
+TEST(TarShardsEdge, OneShardSpelledTwoWaysOpensOnce) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "dup");
+  testing::WriteShard((dir.path() / "dup" / "full.tar").string(), {{"k.jpg", "K"}, {"k.cls", "1"}});
+  const std::string d = dir.path().string();
+  auto src = MustOpen(Options(d + "/{dup/full.tar,./dup/full.tar}"));
+  ASSERT_NE(src, nullptr);
+  EXPECT_EQ(src->num_shards(), 1u);
+  EXPECT_EQ(src->size(), 1u);
+  EXPECT_EQ(Contents(*src, 0), "K");
+}
+
 }  // namespace
 }  // namespace sluice::runtime
