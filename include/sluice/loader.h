@@ -296,6 +296,11 @@ class Loader {
 
   // The next batch; empty optional at the end of an epoch (see above).
   Result<std::optional<Batch>> Next();
+  // True when every batch of the current epoch has been handed out and Next()
+  // has not yet reported the epoch's end (its next call will, once). State()
+  // already names the following epoch then. A loop that stops after exactly
+  // batches_per_epoch() batches (zip with a step counter) leaves it so.
+  bool epoch_end_pending() const;
 
   // Where the loader is (LoaderState: complete with strict ordering or one
   // rank, else this rank's state).
@@ -342,7 +347,9 @@ class Loader {
   std::vector<double> BatchLatencies() const;
 
   // Range-for over the rest of the current epoch; iteration stops at the end
-  // of the epoch or at the first error (see error()).
+  // of the epoch or at the first error (see error()). Begun when the epoch's
+  // end is pending (epoch_end_pending()), it runs over the next epoch instead
+  // of over nothing.
   class Iterator;
   Iterator begin();
   Iterator end();

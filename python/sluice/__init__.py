@@ -310,8 +310,10 @@ class Loader:
 
     def __iter__(self) -> Iterator[Dict[str, Tensor]]:
         # The C++ loader is its own iterator: no generator frame holding the
-        # previous batch (and its buffer) while the next one is awaited.
-        return self._core
+        # previous batch (and its buffer) while the next one is awaited. Its
+        # __iter__ takes an end of epoch left pending by a loop that stopped
+        # after exactly len(self) batches, so this `for` runs the next epoch.
+        return iter(self._core)
 
     def next(self) -> Optional[Dict[str, Tensor]]:
         """The next batch, or None once at the end of an epoch."""

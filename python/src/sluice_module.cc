@@ -154,6 +154,19 @@ class PyLoader {
     return out;
   }
 
+  // For __iter__: a `for` begun when every batch of the epoch went out (the
+  // loop before stopped after exactly len(loader) batches) runs the next
+  // epoch, not an empty one: the pending end is taken here.
+  void SkipPendingEpochEnd() {
+    bool pending = false;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
+      pending = loader_.epoch_end_pending();
+    }
+    if (pending) Next();
+  }
+
   py::dict StateDict() const { return StateToDict(loader_.State()); }
 
   void Restore(const LoaderState& s) {
@@ -439,7 +452,11 @@ void BindLoader(py::module_& m) {
            py::arg("in_flight") = -1, py::arg("relaxed_ordering") = py::none(),
            py::arg("dct_scaling") = false, py::arg("device") = py::none(),
            py::arg("wait_for_device") = true)
-      .def("__iter__", [](py::object self) { return self; })
+      .def("__iter__",
+           [](py::object self) {
+             self.cast<PyLoader&>().SkipPendingEpochEnd();
+             return self;
+           })
       .def(
           "__next__",
           [](PyLoader& l) {

@@ -303,8 +303,17 @@ Status Loader::StartTrace(const std::string& path, size_t max_events_per_thread)
 Result<uint64_t> Loader::StopTrace() { return core_->StopTrace(); }
 std::vector<double> Loader::BatchLatencies() const { return core_->BatchLatencies(); }
 
+bool Loader::epoch_end_pending() const { return core_->EpochEndPending(); }
+
 Loader::Iterator Loader::begin() {
   iter_error_.reset();
+  if (epoch_end_pending()) {
+    auto end = Next();  // the end of an epoch whose batches all went out
+    if (!end) {
+      iter_error_ = end.error();
+      return Iterator(nullptr);
+    }
+  }
   Iterator it(this);
   it.Advance();
   return it;

@@ -91,6 +91,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   Status Restore(const LoaderState& state);
   LoaderStats Stats() const;
   Result<std::vector<BadSample>> BadSamples(uint64_t epoch) const;
+  // Every batch of a non-empty epoch handed out, its end not yet reported by
+  // Next() (Loader::epoch_end_pending).
+  bool EpochEndPending() const;
   // Called by ~Batch: the buffer goes back to the pool.
   void Release(int buffer);
 

@@ -23,6 +23,11 @@ Result<std::vector<BadSample>> LoaderCore::BadSamples(uint64_t epoch) const {
   return out;
 }
 
+bool LoaderCore::EpochEndPending() const {
+  std::unique_lock lock(mutex_);
+  return seg_batches_ > 0 && delivered_in_epoch_ >= seg_batches_;
+}
+
 LoaderState LoaderCore::State() const {
   std::unique_lock lock(mutex_);
   LoaderState s;

@@ -85,6 +85,28 @@ def test_state_at_epoch_end_points_to_next_epoch(eval_plan):
     assert (s["epoch"], s["position"]) == (1, 0)
 
 
+def test_a_loop_of_exactly_len_batches_does_not_skip_the_next_epoch(eval_plan):
+    # zip with a step counter stops after len(loader) batches without seeing
+    # the epoch's end; the next `for` must run the next epoch, not nothing.
+    loader = eval_plan.loader(threads=2)
+    for epoch in range(3):
+        got = [b["image"].epoch for _, b in zip(range(len(loader)), loader)]
+        assert got == [epoch] * len(loader)
+    assert loader.next() is None  # the end is still reported once to next()
+    assert loader.next()["image"].epoch == 3
+
+
+def test_torch_set_epoch_after_exactly_len_batches(eval_plan):
+    torch = pytest.importorskip("torch")
+    import sluice.torch as st
+    loader = st.loader(eval_plan, threads=2)
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        got = sum(1 for _, _ in zip(range(len(loader)), loader))
+        assert got == len(loader), "epoch %d" % epoch
+    assert loader.state_dict()["epoch"] == 3
+
+
 def test_seed_override_changes_order(train_plan):
     a = take(train_plan.loader(threads=2), 1)[0]
     b = take(train_plan.loader(threads=2, seed=999), 1)[0]

@@ -104,6 +104,40 @@ TEST_F(LoaderTest, BatchesHaveTypedViewsAndEpochsEnd) {
   EXPECT_EQ(stats.bad_samples, 0u);
 }
 
+// A loop that stops after exactly batches_per_epoch() batches leaves the
+// epoch's end pending; a range-for begun then runs the next epoch (it ran
+// over nothing before, a silently skipped epoch), while Next() still
+// reports the end once.
+TEST_F(LoaderTest, ARangeForAfterExactlyAnEpochsBatchesRunsTheNextEpoch) {
+  Loader loader = MakeLoader(Threads(2));
+  EXPECT_FALSE(loader.epoch_end_pending());
+  for (uint64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+    auto next = loader.Next();
+    ASSERT_TRUE(next && next->has_value());
+    EXPECT_EQ(loader.epoch_end_pending(), b + 1 == loader.batches_per_epoch());
+  }
+  EXPECT_EQ(loader.State().epoch, 1u);
+  uint64_t batches = 0;
+  for (const Batch& batch : loader) {
+    EXPECT_EQ(batch.epoch(), 1u);
+    EXPECT_EQ(batch.index(), batches);
+    ++batches;
+  }
+  ASSERT_FALSE(loader.error().has_value()) << loader.error()->ToString();
+  EXPECT_EQ(batches, loader.batches_per_epoch());
+  // After a complete range-for the end was reported: the next one is epoch 2.
+  EXPECT_FALSE(loader.epoch_end_pending());
+  for (uint64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+    auto next = loader.Next();
+    ASSERT_TRUE(next && next->has_value());
+    EXPECT_EQ((**next).epoch(), 2u);
+  }
+  auto end = loader.Next();  // a manual loop still sees the end, once
+  ASSERT_TRUE(end);
+  EXPECT_FALSE(end->has_value());
+  EXPECT_FALSE(loader.epoch_end_pending());
+}
+
 TEST_F(LoaderTest, SameBatchesWithOneAndTwoThreads) {
   Loader one = MakeLoader(Threads(1));
   Loader two = MakeLoader(Threads(2));
