@@ -1,6 +1,7 @@
 #include "runtime/sources/tar/tar_format.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -199,7 +200,8 @@ class Scanner {
   Scanner(int fd, uint64_t file_size, std::string_view shard, ScanStop* stop)
       : reader_(fd, file_size), file_size_(file_size), shard_(shard), stop_(stop) {}
 
-  Status Run(const std::function<Status(const Member&)>& on_member);
+  // Lists the members from the header at `start` (a header boundary) on.
+  Status Run(const std::function<Status(const Member&)>& on_member, uint64_t start = 0);
 
  private:
   // `offset` is clamped to the file's size (a missing member after an
@@ -254,8 +256,8 @@ Result<uint64_t> Scanner::SkipSparseBlocks(uint64_t pos, const uint8_t* h) {
   return data;
 }
 
-Status Scanner::Run(const std::function<Status(const Member&)>& on_member) {
-  uint64_t pos = 0;
+Status Scanner::Run(const std::function<Status(const Member&)>& on_member, uint64_t start) {
+  uint64_t pos = start;
   Pending pending;
   Member member;
   std::string extended;
@@ -375,6 +377,23 @@ Status ScanArchive(int fd, uint64_t file_size, std::string_view shard_name,
                    const std::function<Status(const Member&)>& on_member, ScanStop* stop) {
   Scanner scanner(fd, file_size, shard_name, stop);
   return scanner.Run(on_member);
+}
+
+std::string MemberNameAt(int fd, uint64_t scan_from, uint64_t header_offset) {
+  struct stat st;
+  if (scan_from > header_offset || scan_from % kBlockSize != 0 || ::fstat(fd, &st) != 0) {
+    return "";
+  }
+  std::string name;
+  Scanner scanner(fd, static_cast<uint64_t>(st.st_size), "", nullptr);
+  (void)scanner.Run(
+      [&](const Member& m) -> Status {
+        if (m.header_offset < header_offset) return Ok();
+        if (m.header_offset == header_offset) name = m.name;
+        return MakeError(ErrorCode::kNotFound, "");  // stop: at or past it
+      },
+      scan_from);
+  return name;
 }
 
 std::pair<std::string_view, std::string_view> SplitKey(std::string_view member_name) {

@@ -87,8 +87,20 @@ Status VerifyHeaderFor(std::span<const uint8_t> header512, uint64_t expected_siz
 
 // The member name stored in a ustar header (prefix + '/' + name for POSIX
 // ustar); empty if the header's checksum is bad. Not resolved through a GNU
-// long name or pax record (those precede the header). For messages only.
+// long name or pax record (those precede the header: MemberNameAt is). For
+// messages only.
 std::string HeaderName(std::span<const uint8_t> header512);
+
+// The full name (ustar prefix, GNU long name, pax path or GNU.sparse.name
+// applied) of the member whose own ustar header is at `header_offset` in the
+// archive in `fd`, found by scanning the headers from `scan_from`: a header
+// boundary at or before it outside any extended header's run (0, or the
+// ustar header of an earlier member, e.g. the previous sample's record offset
+// - 512; ScanArchive's other rules apply). Reads only the headers in between
+// (and extended headers' data). "" when no listed member's header is there or
+// the headers cannot be read. For messages: a bad sample's key, without a
+// string per sample in the index.
+std::string MemberNameAt(int fd, uint64_t scan_from, uint64_t header_offset);
 
 // A deterministic POSIX ustar writer (for `sluice pack`): every member is a
 // regular file with mode 0644, uid/gid 0, empty user and group names and

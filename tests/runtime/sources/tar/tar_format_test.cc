@@ -1,7 +1,9 @@
 #include "runtime/sources/tar/tar_format.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -148,6 +150,42 @@ TEST(ScanArchive, GnuSparseMembersKeepTheirRealName) {
     EXPECT_TRUE(members[1].sparse);
     EXPECT_FALSE(members[2].sparse);
     EXPECT_EQ(ReadFile(path).substr(members[2].data_offset, members[2].size), "BBB");
+  }
+}
+
+// A member's full name from its header offset, scanning from the previous
+// sample's record (what a bad sample's message needs): GNU long names and pax
+// paths are applied, where the ustar header alone holds a cut name.
+TEST(MemberNameAt, AppliesLongNamesScanningFromAnEarlierMember) {
+  const std::string long_key = "x/" + std::string(150, 'L');
+  for (const std::string format : {"gnu", "pax"}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    const fs::path src = dir.path() / "src";
+    dir.Write("src/a.cls", "1");
+    dir.Write("src/a.jpg", "A");
+    dir.Write("src/" + long_key + ".cls", "2");
+    dir.Write("src/" + long_key + ".jpg", "L");
+    dir.Write("src/z.jpg", "Z");
+    const std::string path = (dir.path() / "shard.tar").string();
+    const std::string cmd = "tar --format=" + format + " --sort=name -cf '" + path + "' -C '" +
+                            src.string() + "' a.cls a.jpg x z.jpg 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    auto members = ScanFile(path);
+    ASSERT_EQ(members.size(), 5u);
+    const std::string bytes = ReadFile(path);
+    const uint64_t at = members[3].header_offset;                             // the long .jpg
+    EXPECT_NE(HeaderName(Bytes(bytes).subspan(at, 512)), long_key + ".jpg");  // cut
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(MemberNameAt(fd, 0, at), long_key + ".jpg");
+    EXPECT_EQ(MemberNameAt(fd, members[1].header_offset, at), long_key + ".jpg");
+    EXPECT_EQ(MemberNameAt(fd, members[1].header_offset, members[4].header_offset), "z.jpg");
+    EXPECT_EQ(MemberNameAt(fd, 0, members[0].header_offset), "a.cls");
+    EXPECT_EQ(MemberNameAt(fd, 0, members[3].data_offset), "");     // no header there
+    EXPECT_EQ(MemberNameAt(fd, at, members[1].header_offset), "");  // from after it
+    EXPECT_EQ(MemberNameAt(fd, 0, bytes.size() + 512), "");
+    ::close(fd);
   }
 }
 
