@@ -133,8 +133,7 @@ Status LoaderCore::AllocatePools(std::shared_ptr<cuda::CudaDevice> device) {
     b.bad.reserve(static_cast<size_t>(c.batch_size));
   }
   for (int w = c.workers - 1; w >= 0; --w) idle_workers_.push_back(w);
-  parallelism_ = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
-                                                       static_cast<size_t>(c.threads) + 1);
+  parallelism_ = std::make_unique<ParallelismLease>(static_cast<size_t>(c.threads) + 1);
   arena_ = std::make_unique<tbb::task_arena>(c.threads, 0);
   created_ = Clock::now();
   last_bad_.reserve(8);

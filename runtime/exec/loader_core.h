@@ -49,7 +49,6 @@
 // in Stats().warnings and printed to stderr once per process.
 #pragma once
 
-#include <tbb/global_control.h>
 #include <tbb/task_arena.h>
 
 #include <chrono>
@@ -68,6 +67,7 @@
 #include "runtime/exec/online_tuner.h"
 #include "runtime/exec/read_pool.h"
 #include "runtime/exec/sample_worker.h"
+#include "runtime/exec/tbb_parallelism.h"
 #include "runtime/metrics/latency_recorder.h"
 #include "runtime/sampling/epoch_sampler.h"
 #include "runtime/sources/source.h"
@@ -211,9 +211,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   std::optional<SampleWorker> worker_;
   // TBB sizes its worker pool for hardware_concurrency - 1 workers (it expects
   // the calling thread to join); our workers are all TBB workers, so the
-  // loader raises the process-wide limit to threads + 1 while it lives. With
-  // several loaders alive TBB applies the smallest of their limits.
-  std::unique_ptr<tbb::global_control> parallelism_;
+  // loader raises the process-wide limit to threads + 1 while it lives; with
+  // several loaders alive the largest request holds (tbb_parallelism.h).
+  std::unique_ptr<ParallelismLease> parallelism_;
   std::unique_ptr<tbb::task_arena> arena_;
   // Shared with every queued worker task: lets Shutdown wait for the started
   // ones only (see the file comment).
