@@ -183,7 +183,9 @@ Status LoaderCore::Restore(const LoaderState& state) {
   std::unique_lock lock(mutex_);
   const bool was_stopping = stopping_;
   stopping_ = true;  // no new jobs while draining
+  if (reads_) reads_->Pause();  // a stuck read does not hold the drain (read_pool.h)
   WaitIdleLocked(lock);
+  if (reads_) reads_->Resume();
   stopping_ = was_stopping;
   for (PoolBuffer& buf : buffers_) {
     if (buf.state != BufferState::kHeld) buf.state = BufferState::kFree;

@@ -42,6 +42,7 @@ struct ReadPoolState {
   int alive = 0;  // I/O threads started and not yet exited
   int stuck = 0;  // of them, inside an abandoned read
   bool cancelled = false;
+  bool paused = false;  // between Pause() and Resume()
 };
 
 namespace {
@@ -49,6 +50,11 @@ namespace {
 // What a Read returns once the pool is cancelled (the loader shutting down).
 std::unexpected<Error> ShuttingDownError() {
   return MakeError(ErrorCode::kIo, "read abandoned: the loader is shutting down");
+}
+
+// What a Read returns while the pool is paused (the loader restarting).
+std::unexpected<Error> RestartingError() {
+  return MakeError(ErrorCode::kIo, "read abandoned: the loader is restarting elsewhere");
 }
 
 using Clock = std::chrono::steady_clock;
@@ -160,6 +166,20 @@ void ReadPool::Cancel() {
   for (ReadRequest* r : state_->running) r->done.notify_one();
 }
 
+void ReadPool::Pause() {
+  paused_ = true;
+  std::lock_guard lock(state_->mu);
+  state_->paused = true;
+  for (const auto& r : state_->queue) r->done.notify_one();
+  for (ReadRequest* r : state_->running) r->done.notify_one();
+}
+
+void ReadPool::Resume() {
+  paused_ = false;
+  std::lock_guard lock(state_->mu);
+  state_->paused = false;
+}
+
 int ReadPool::stuck() const {
   std::lock_guard lock(state_->mu);
   return state_->stuck;
@@ -170,6 +190,7 @@ Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
   if (cancelled_.load(std::memory_order_relaxed)) {
     return ShuttingDownError();
   }
+  if (paused_.load(std::memory_order_relaxed)) return RestartingError();
   if (options_.timeout_s <= 0) return source_->Read(index, r.buffer);
   // A read that cannot block needs no deadline: it runs here, without the
   // hand-off to an I/O thread (two thread switches, ~15% of a worker's time
@@ -178,6 +199,7 @@ Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
   ReadPoolState& s = *state_;
   std::unique_lock lock(s.mu);
   if (s.cancelled) return ShuttingDownError();
+  if (s.paused) return RestartingError();
   if (s.stuck >= options_.max_stuck) {
     return MakeError(ErrorCode::kIo,
                      std::to_string(s.stuck) + " reads are stuck past source.read_timeout (" +
@@ -193,12 +215,12 @@ Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.timeout_s));
   r.done.wait_until(lock, deadline,
-                    [&] { return r.state == ReadRequest::State::kDone || s.cancelled; });
+                    [&] { return r.state == ReadRequest::State::kDone || s.cancelled || s.paused; });
   if (r.state == ReadRequest::State::kDone) {
     r.state = ReadRequest::State::kIdle;
     return std::move(r.result);
   }
-  const bool cancelled = s.cancelled;
+  const bool cancelled = s.cancelled, paused = s.paused;
   if (r.state == ReadRequest::State::kQueued) {
     // No thread took it: nothing is stuck, the request stays the slot's.
     s.queue.erase(std::find(s.queue.begin(), s.queue.end(), slot.request_));
@@ -212,6 +234,7 @@ Result<size_t> ReadPool::Read(size_t index, ReadSlot& slot) {
     slot.request_ = std::make_shared<ReadRequest>();
   }
   if (cancelled) return ShuttingDownError();
+  if (paused) return RestartingError();
   return MakeError(ErrorCode::kIo,
                    "read did not finish within source.read_timeout (" +
                        Seconds(options_.timeout_s) + "); abandoned (the storage may be stalled)",

@@ -98,6 +98,15 @@ class ReadPool {
   // samples after shutdown began stops reading at once. Idempotent.
   void Cancel();
 
+  // Pause() is Cancel() until Resume(): waiting Reads return kIo at once
+  // ("the loader is restarting") and later ones fail fast, a running read
+  // being abandoned to its thread as past a deadline. The loader pauses while
+  // Restore drains its workers, whose samples are then discarded, so a read
+  // stuck in stalled storage does not hold set_epoch / load_state_dict for
+  // the whole read_timeout. Inline reads (timeout 0) cannot be interrupted.
+  void Pause();
+  void Resume();
+
   // Reads abandoned past their deadline that have not returned yet.
   int stuck() const;
   const Options& options() const { return options_; }
@@ -107,6 +116,7 @@ class ReadPool {
   std::shared_ptr<const Source> source_;
   std::shared_ptr<ReadPoolState> state_;
   std::atomic<bool> cancelled_{false};  // read without the lock by inline reads
+  std::atomic<bool> paused_{false};     // likewise
 };
 
 }  // namespace sluice::runtime

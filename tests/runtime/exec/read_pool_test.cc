@@ -210,6 +210,30 @@ TEST(ReadPoolTest, CancelWakesAWaitingRead) {
   source->Release();
 }
 
+TEST(ReadPoolTest, PauseWakesAWaitingReadUntilResume) {
+  auto source = std::make_shared<BlockingSource>(std::set<size_t>{4});
+  ReadPool pool(source, {.timeout_s = 3600, .threads = 1});
+  Result<size_t> result = size_t{0};
+  std::thread reader([&] {
+    ReadSlot slot;
+    result = pool.Read(4, slot);
+  });
+  ASSERT_TRUE(source->WaitEntered(1));
+  pool.Pause();
+  reader.join();  // returns although the read is still stuck
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message.find("restarting"), std::string::npos);
+  ReadSlot slot;
+  EXPECT_FALSE(pool.Read(5, slot));  // fails fast while paused
+  pool.Resume();
+  EXPECT_EQ(pool.stuck(), 1);
+  auto read = pool.Read(5, slot);  // a replacement thread serves it
+  ASSERT_TRUE(read) << read.error().ToString();
+  EXPECT_EQ(slot.buffer()[0], 5);
+  source->Release();
+  EXPECT_TRUE(Eventually([&] { return pool.stuck() == 0; }));
+}
+
 TEST(ReadPoolTest, DestroyingThePoolWithAStuckReadReturnsAndKeepsTheSourceAlive) {
   auto source = std::make_shared<BlockingSource>(std::set<size_t>{0});
   std::weak_ptr<BlockingSource> weak = source;

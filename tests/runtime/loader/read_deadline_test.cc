@@ -136,8 +136,27 @@ TEST_F(ReadDeadlineTest, DestroyingALoaderWithAStalledReadReturns) {
   EXPECT_LT(Clock::now() - start, 5s);
 }
 
-// Two loaders in one process share TBB's threads (a loader raises the limit
-// to its threads + 1; TBB applies the smallest). A loader whose workers are
+// set_epoch / load_state_dict restart the loader: they drain its workers,
+// and a worker inside a stalled read must not hold them for read_timeout
+// (3600 s here). The epoch restarted then runs as before.
+TEST_F(ReadDeadlineTest, RestoringWhileAReadIsStalledReturnsPromptly) {
+  auto loader = Make(PlanWith("skip", 3600));
+  ASSERT_TRUE(loader) << loader.error().ToString();
+  std::this_thread::sleep_for(200ms);  // a worker now waits on the pipe (sample 0)
+  LoaderState state = loader->State();
+  state.epoch = 1;
+  auto restored = std::async(std::launch::async, [&] { return loader->Restore(state); });
+  const bool prompt = restored.wait_for(5s) == std::future_status::ready;
+  if (!prompt) ReleaseFifo();  // let the test end
+  ASSERT_TRUE(prompt) << "Restore waited for a stalled read";
+  ASSERT_TRUE(restored.get());
+  LoaderStats stats = loader->Stats();
+  EXPECT_EQ(stats.bad_samples, 0u) << "the abandoned read of the old epoch is not counted";
+  ReleaseFifo();  // the next epoch's read of the pipe then returns (empty: a bad sample)
+}
+
+// Two loaders in one process share TBB's threads (the limit is the largest
+// live loader's threads + 1: here both ask for 3). A loader whose workers are
 // all stuck in reads holds every thread, so the other loader's worker tasks
 // stay queued. Destroying that other loader must not wait for tasks that
 // never started: it once did, until the first loader's reads returned.
