@@ -94,7 +94,7 @@ void Prepare(const Source& source, uint64_t index, const PackOptions& options,
                       "label " + std::to_string(label) + " does not fit the index"};
     return;
   }
-  if (out.read_size >= tar::SampleRecord::kImageTooLarge) {
+  if (out.read_size >= tar::SampleRecord::kSparseMember) {  // the smallest size sentinel
     out.error = Error{ErrorCode::kInvalidArgument, "image of 4 GiB or more"};
     return;
   }

@@ -19,7 +19,6 @@
 #include <utility>
 
 #include "common/log.h"
-#include "common/pread_full.h"
 #include "runtime/sources/source_registry.h"
 #include "runtime/sources/tar/read_ahead.h"
 #include "runtime/sources/tar/remote_index.h"
@@ -232,12 +231,12 @@ std::string TarShardSource::SampleName(size_t i) const {
   if (r.corrupt_tail()) return s.name + "@" + std::to_string(r.offset);
   // Remote: no request (a dead server must not stall error reporting).
   if (reader_ != nullptr) return s.name + "@" + std::to_string(r.offset - tar::kBlockSize);
-  uint8_t header[tar::kBlockSize];
+  // The member's full name (GNU long name, pax path), scanning the headers
+  // from the previous sample's member: the index holds no names.
+  const size_t j = i - s.start;
   const uint64_t at = r.offset - tar::kBlockSize;
-  const std::string name =
-      PreadFull(s.fd, header, sizeof(header), at) == static_cast<int64_t>(sizeof(header))
-          ? tar::HeaderName(header)
-          : std::string();
+  const uint64_t from = j > 0 ? s.records[j - 1].offset - tar::kBlockSize : 0;
+  const std::string name = tar::MemberNameAt(s.fd, from, at);
   if (name.empty()) return s.name + "@" + std::to_string(at);
   return s.name + ":" + std::string(tar::SplitKey(name).first);
 }
