@@ -43,6 +43,13 @@ uint64_t TarBytes(uint64_t size) {
   return tar::kBlockSize + (size + tar::kBlockSize - 1) / tar::kBlockSize * tar::kBlockSize;
 }
 
+// A finished shard's size when its members take `members` bytes: two zero
+// end blocks, padded to a 10240-byte record (tar::Writer::Finish).
+uint64_t ArchiveBytes(uint64_t members) {
+  constexpr uint64_t kRecord = 10240;
+  return (members + 2 * tar::kBlockSize + kRecord - 1) / kRecord * kRecord;
+}
+
 std::string Key(uint64_t index) {
   char key[32];
   std::snprintf(key, sizeof key, "%09llu", static_cast<unsigned long long>(index));
@@ -63,16 +70,6 @@ std::string RelativeName(const std::string& name, const std::string& root) {
   size_t start = root.size();
   while (start < name.size() && name[start] == '/') ++start;
   return name.substr(start);
-}
-
-// The lower-case extension of a file name, for payloads pack cannot sniff.
-std::string NameExtension(const std::string& name) {
-  const size_t slash = name.find_last_of('/');
-  const size_t dot = name.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "bin";
-  std::string ext = name.substr(dot + 1);
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext.empty() ? "bin" : ext;
 }
 
 void Prepare(const Source& source, uint64_t index, const PackOptions& options,
@@ -101,9 +98,14 @@ void Prepare(const Source& source, uint64_t index, const PackOptions& options,
   const std::string name = source.SampleName(index);
   std::span<const uint8_t> bytes(out.read.data(), out.read_size);
   nlohmann::json meta = {{"path", RelativeName(name, options.source_path)}, {"label", label}};
+  // Shards hold what the loader decodes: anything else would be a member the
+  // index cannot name (or a second KEY.json beside the metadata).
   const ImageFormat format = SniffImageFormat(bytes);
-  out.ext = format == ImageFormat::kUnknown ? NameExtension(name)
-                                            : std::string(ImageFormatExtension(format));
+  if (format == ImageFormat::kUnknown) {
+    out.error = Error{ErrorCode::kUnsupported, "not a JPEG or PNG image (by its content)"};
+    return;
+  }
+  out.ext = std::string(ImageFormatExtension(format));
   if (options.max_side > 0) {
     auto shrunk = ShrinkToMaxSide(bytes, options.max_side, options.quality, out.shrunk);
     if (!shrunk) {
@@ -153,7 +155,8 @@ class ShardSink {
     const std::string cls = std::to_string(label);
     const uint64_t bytes =
         TarBytes(s.image().size()) + TarBytes(cls.size()) + TarBytes(s.metadata.size());
-    if (writer_ && !records_.empty() && writer_->bytes_written() + bytes > options_.shard_size) {
+    if (writer_ && !records_.empty() &&
+        ArchiveBytes(writer_->bytes_written() + bytes) > options_.shard_size) {
       SLUICE_RETURN_IF_ERROR(Close());
     }
     if (!writer_) SLUICE_RETURN_IF_ERROR(Open());

@@ -85,6 +85,8 @@ TEST_F(PackTest, WritesShardsIndexAndManifestOtherToolsRead) {
     listed += shard["samples"].get<uint64_t>();
     const std::string path = (out / shard["name"].get<std::string>()).string();
     EXPECT_EQ(shard["bytes"].get<uint64_t>(), fs::file_size(path));
+    // End blocks and record padding included (a shard was 2 KiB over before).
+    EXPECT_LE(fs::file_size(path), 16u << 10);
     // The checksum is the one sha256sum computes.
     EXPECT_EQ(Shell("sha256sum '" + path + "'").substr(0, 64), shard["sha256"]);
   }
@@ -106,10 +108,11 @@ TEST_F(PackTest, WritesShardsIndexAndManifestOtherToolsRead) {
   ASSERT_EQ(index->records().size(), 30u);
   ASSERT_EQ(index->num_shards(), summary->shards.size());
   EXPECT_EQ(index->shard(0).name, "shard-000000.tar");
-  const tar::SampleRecord& r = index->records()[index->shard(0).first_sample + 1];
+  const uint64_t last = index->shard(1).first_sample - 1;  // shard 0's last sample
+  const tar::SampleRecord& r = index->records()[last];
   const std::string bytes = Slurp(first).substr(r.offset, r.size);
-  EXPECT_EQ(bytes, Slurp(source_->path(1)));
-  EXPECT_EQ(r.label, source_->label(1));
+  EXPECT_EQ(bytes, Slurp(source_->path(last)));
+  EXPECT_EQ(r.label, source_->label(last));
 }
 
 TEST_F(PackTest, SameInputSameBytesWhateverTheThreads) {
@@ -176,17 +179,23 @@ TEST_F(PackTest, UnreadableSamplesAreSkippedAndListed) {
   // Paths relative to the list's folder (file_list's containment refuses
   // absolute ones unless allow_outside_root).
   const auto rel = [&](const std::string& p) { return fs::relative(p, data_.path()).string(); };
-  const std::string list =
-      "path,label\n" + rel(paths_[0]) + ",4\ngone.jpg,5\n" + rel(paths_[2]) + ",6\n";
+  // notes.json: not an image. It was stored as KEY.json beside the metadata's
+  // KEY.json (webdataset refused the shard) and recorded as an image.
+  data_.Write("notes.json", "{\"not\": \"an image\"}");
+  const std::string list = "path,label\n" + rel(paths_[0]) + ",4\ngone.jpg,5\n" +
+                           rel(paths_[2]) + ",6\nnotes.json,7\n";
   auto source = FileListSource::Parse(list, (data_.path() / "list.csv").string());
   ASSERT_TRUE(source.has_value()) << source.error().ToString();
   PackOptions o = Options(out_.path() / "list");
+  o.shard_size = 1 << 20;  // one shard
   auto summary = PackSource(**source, o);
   ASSERT_TRUE(summary.has_value()) << summary.error().ToString();
   EXPECT_EQ(summary->samples, 2u);
-  EXPECT_EQ(summary->skipped, 1u);
+  EXPECT_EQ(summary->skipped, 2u);
   auto manifest = nlohmann::json::parse(Slurp(fs::path(o.out_dir) / kPackManifestFile));
-  ASSERT_EQ(manifest["skipped"].size(), 1u);
+  ASSERT_EQ(manifest["skipped"].size(), 2u);
+  EXPECT_EQ(manifest["skipped"][1]["sample"], 3);
+  EXPECT_EQ(manifest["skipped"][1]["reason"], "not a JPEG or PNG image (by its content)");
   EXPECT_EQ(manifest["skipped"][0]["sample"], 1);
   EXPECT_NE(manifest["skipped"][0]["name"].get<std::string>().find("gone.jpg"), std::string::npos);
   // Keys are source indices: the skipped sample leaves a gap, labels come along.
