@@ -21,12 +21,23 @@ bool BadSampleLedger::TestAndSet(std::vector<uint64_t>& bits, uint64_t index) {
 
 void BadSampleLedger::StartEpoch(uint64_t epoch) {
   if (epoch == current_.epoch) return;
-  previous_ = std::move(current_);
-  current_ = EpochRecords{};
-  current_.epoch = epoch;
   std::fill(read_bits_.begin(), read_bits_.end(), 0);
   std::fill(bad_bits_.begin(), bad_bits_.end(), 0);
   epoch_read_ = 0;
+  if (previous_ && previous_->epoch == epoch) {
+    // Back into the epoch before (a restore): its bad samples were counted.
+    // They are marked again; its reads are not known any more, so the
+    // distinct-read count starts from them.
+    std::swap(current_, *previous_);
+    for (const Record& r : current_.records) {
+      TestAndSet(bad_bits_, r.index);
+      if (TestAndSet(read_bits_, r.index)) ++epoch_read_;
+    }
+    return;
+  }
+  previous_ = std::move(current_);
+  current_ = EpochRecords{};
+  current_.epoch = epoch;
 }
 
 void BadSampleLedger::AddRead(uint64_t index) {

@@ -38,7 +38,9 @@ class BadSampleLedger {
   // Starts counting `epoch`. A different epoch than the current one moves
   // the current records to "previous" and clears the bitmaps; the current
   // epoch again (a restore into it) keeps what it has, so a sample is still
-  // counted once in the epoch.
+  // counted once in the epoch; so does the previous epoch (a restore back
+  // into it: the two swap). An older epoch starts afresh, and its bad
+  // samples count again.
   void StartEpoch(uint64_t epoch);
   // Sample `index` was read in the current epoch (good or bad).
   void AddRead(uint64_t index);

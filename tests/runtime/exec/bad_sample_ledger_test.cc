@@ -56,5 +56,28 @@ TEST(BadSampleLedgerTest, KeepsTheCurrentAndPreviousEpoch) {
   EXPECT_FALSE(ledger.Records(7));
 }
 
+// A restore back into the epoch just left (state_dict saved before the end,
+// loaded after it) keeps that epoch's bad samples counted once: they were
+// counted twice before.
+TEST(BadSampleLedgerTest, BackIntoThePreviousEpochCountsNothingTwice) {
+  BadSampleLedger ledger(10, 0);
+  EXPECT_TRUE(ledger.AddBad(3, "a"));
+  EXPECT_TRUE(ledger.AddBad(8, "b"));
+  ledger.StartEpoch(1);
+  EXPECT_TRUE(ledger.AddBad(5, "c"));
+  ledger.StartEpoch(0);  // back
+  EXPECT_EQ(ledger.epoch(), 0u);
+  EXPECT_EQ(ledger.epoch_bad(), 2u);
+  EXPECT_EQ(ledger.epoch_read(), 2u);
+  EXPECT_FALSE(ledger.AddBad(3, "a"));
+  EXPECT_FALSE(ledger.AddBad(8, "b"));
+  EXPECT_EQ(ledger.total_bad(), 3u);
+  EXPECT_EQ(Indices(*ledger.Records(0)), (std::vector<uint64_t>{3, 8}));
+  EXPECT_EQ(Indices(*ledger.Records(1)), (std::vector<uint64_t>{5}));
+  ledger.StartEpoch(1);  // and forward again: epoch 1's record is kept
+  EXPECT_FALSE(ledger.AddBad(5, "c"));
+  EXPECT_EQ(ledger.total_bad(), 3u);
+}
+
 }  // namespace
 }  // namespace sluice::runtime
