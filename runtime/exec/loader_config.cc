@@ -148,7 +148,13 @@ Status ResolveFields(const Plan& p, const ParamValue& fields, LoaderConfig& c) {
     f.name = name;
     SLUICE_RETURN_IF_ERROR(ResolveFieldSource(p, name, value, c.where, f));
     int64_t elems = 1;
-    for (int64_t d : f.sample_shape) elems *= d;
+    for (int64_t d : f.sample_shape) {
+      if (d <= 0 || __builtin_mul_overflow(elems, d, &elems) || elems > (int64_t{1} << 40)) {
+        return MakeError(ErrorCode::kCorruptData,
+                         c.where + ": batch field `" + f.name + "` has an impossible shape",
+                         "recompile the plan with this Sluice (sluice compile)");
+      }
+    }
     f.sample_bytes = static_cast<size_t>(elems) * static_cast<size_t>(DTypeSize(f.dtype));
     f.host_sample_bytes = f.sample_bytes;
     if (f.chain >= 0) f.kernel = &p.cpu_kernel(static_cast<size_t>(f.chain));
@@ -198,9 +204,30 @@ Status ApplyMemoryPlan(const Plan& p, LoaderConfig& c) {
         (f.gpu && static_cast<size_t>(planned.staging_bytes_per_sample) != f.host_sample_bytes)) {
       return corrupt("disagrees with batch field `" + f.name + "`");
     }
-    f.offset = static_cast<size_t>(c.gpu.use ? planned.staged_offset : planned.offset);
+    const int64_t offset = c.gpu.use ? planned.staged_offset : planned.offset;
+    if (offset < 0) return corrupt("gives batch field `" + f.name + "` a negative offset");
+    f.offset = static_cast<size_t>(offset);
   }
-  c.buffer_bytes = static_cast<size_t>(c.gpu.use ? m->staged_batch_bytes : m->batch_bytes);
+  const int64_t buffer_bytes = c.gpu.use ? m->staged_batch_bytes : m->batch_bytes;
+  if (buffer_bytes <= 0) return corrupt("has no batch size in bytes");
+  c.buffer_bytes = static_cast<size_t>(buffer_bytes);
+  // Each field's slots must lie inside the buffer, apart from each other:
+  // the kernels write there unchecked (a tampered plan overflowed the heap).
+  std::vector<std::pair<size_t, size_t>> extents;  // [offset, end) per field
+  for (const FieldLayout& f : c.fields) {
+    const size_t per_sample = f.gpu ? f.host_sample_bytes : f.sample_bytes;
+    size_t bytes = 0, end = 0;
+    if (__builtin_mul_overflow(per_sample, static_cast<size_t>(c.batch_size), &bytes) ||
+        __builtin_add_overflow(f.offset, bytes, &end) || end > c.buffer_bytes) {
+      return corrupt("places batch field `" + f.name + "` outside the " +
+                     std::to_string(c.buffer_bytes) + "-byte batch buffer");
+    }
+    extents.emplace_back(f.offset, end);
+  }
+  std::sort(extents.begin(), extents.end());
+  for (size_t i = 1; i < extents.size(); ++i) {
+    if (extents[i].first < extents[i - 1].second) return corrupt("overlaps two batch fields");
+  }
   return Ok();
 }
 

@@ -290,6 +290,27 @@ TEST_F(LoaderConfigTest, ALoneWorldSizeTakesTheRankFromTheEnvironment) {
   EXPECT_NE(c.error().message.find("must be at least 1"), std::string::npos);
 }
 
+// The kernels write each field's slots unchecked: a plan.json whose memory
+// section puts them outside the buffer, or on top of each other, is corrupt
+// (a tampered batch_bytes overflowed the heap).
+TEST_F(LoaderConfigTest, AMemoryLayoutOutsideTheBufferIsCorrupt) {
+  const std::vector<std::function<void(json&)>> edits = {
+      [](json& j) { j["memory"]["batch_bytes"] = 16; },
+      [](json& j) { j["memory"]["fields"][1]["offset"] = 1000000000; },
+      [](json& j) { j["memory"]["fields"][1]["offset"] = -8; },
+      [](json& j) { j["memory"]["fields"][1]["offset"] = 8; },  // inside the image field
+      [](json& j) { j["memory"]["batch_bytes"] = 0; },
+  };
+  ASSERT_TRUE(ResolveLoaderConfig(Load(), {}, Env()));
+  for (size_t i = 0; i < edits.size(); ++i) {
+    auto c = ResolveLoaderConfig(Load(edits[i]), {}, Env());
+    ASSERT_FALSE(c) << "edit " << i;
+    EXPECT_EQ(c.error().code, ErrorCode::kCorruptData) << c.error().ToString();
+    EXPECT_NE(c.error().message.find("plan.json \"memory\""), std::string::npos)
+        << c.error().message;
+  }
+}
+
 TEST_F(LoaderConfigTest, ErrorPolicyAndOrderingFromThePlan) {
   Plan plan = Load([](json& j) {
     j["output"]["on_error"] = {{"policy", "replace"}, {"max_fraction", 0.25}};
