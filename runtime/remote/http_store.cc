@@ -11,140 +11,11 @@
 #include <vector>
 
 #include "common/usable_cores.h"
-#include "runtime/remote/curl_engine.h"
-#include "runtime/remote/http_request.h"
+#include "runtime/remote/http_store_internal.h"
 #include "runtime/remote/s3_listing.h"
 
 namespace sluice::runtime::remote {
-namespace {
-
-using Seconds = std::chrono::duration<double>;
-
-Clock::time_point After(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(Seconds(seconds));
-}
-
-double Since(Clock::time_point start) { return Seconds(Clock::now() - start).count(); }
-
-// The latencies of the last kSize successful calls, for percentiles.
-class LatencyWindow {
- public:
-  void Add(double seconds) {
-    std::lock_guard<std::mutex> lock(mu_);
-    samples_[next_++ % kSize] = seconds;
-    if (next_ % 16 == 0 || next_ < 64) cached_p95_ = QuantileLocked(0.95);
-  }
-  size_t count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return next_;
-  }
-  double Quantile(double q) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return QuantileLocked(q);
-  }
-  double cached_p95() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return cached_p95_;
-  }
-
- private:
-  static constexpr size_t kSize = 1024;
-  double QuantileLocked(double q) const {
-    const size_t n = std::min(next_, kSize);
-    if (n == 0) return 0;
-    std::array<double, kSize> copy;
-    std::copy(samples_.begin(), samples_.begin() + n, copy.begin());
-    const size_t k = std::min(n - 1, static_cast<size_t>(q * static_cast<double>(n)));
-    std::nth_element(copy.begin(), copy.begin() + k, copy.begin() + n);
-    return copy[k];
-  }
-  mutable std::mutex mu_;
-  std::array<double, kSize> samples_{};
-  size_t next_ = 0;
-  double cached_p95_ = 0;
-};
-
-// An attempt's easy handle, returned to its engine's pool when the attempt
-// is done.
-struct EasyLease {
-  Attempt* attempt;
-  ~EasyLease() {
-    if (attempt->transfer.engine != nullptr) {
-      attempt->transfer.engine->ReleaseEasy(attempt->transfer.easy);
-    }
-  }
-};
-
-class HttpStore final : public ObjectStore {
- public:
-  HttpStore(const RemoteOptions& options, std::optional<AwsConfig> aws,
-            const HttpStoreTuning& tuning, std::vector<std::unique_ptr<CurlEngine>> engines)
-      : options_(options), aws_(std::move(aws)), tuning_(tuning), engines_(std::move(engines)) {}
-
-  ~HttpStore() override { Cancel(); }
-
-  Result<ObjectInfo> Stat(const std::string& url) override;
-  Result<std::vector<ObjectInfo>> List(const std::string& prefix) override;
-  Status ReadRange(const std::string& url, uint64_t offset, uint64_t length, uint8_t* out) override;
-  Status Stream(const std::string& url, const Sink& sink) override;
-  void Cancel() override;
-  RequestStats stats() const override;
-
- private:
-  const AwsConfig* aws() const { return aws_ ? &*aws_ : nullptr; }
-  RequestSetup Setup(const Target& t, Clock::time_point deadline, bool range) const;
-  // The next engine, round robin; with several, never `avoid` (a hedge runs
-  // on another loop than the request it hedges).
-  CurlEngine* NextEngine(const CurlEngine* avoid = nullptr);
-  // Prepares `a` for one attempt on `engine` (NextEngine() when null): an
-  // easy handle from its pool, options set.
-  Status Prepare(Attempt& a, Waiter& w, const RequestSetup& setup, CurlEngine* engine = nullptr);
-  // Starts a prepared attempt; aborts it at once when the store is cancelled.
-  void Launch(Attempt& a);
-  // Waits until `a` is done, aborting it at `deadline` (plus slack).
-  void Finish(Attempt& a, Waiter& w, Clock::time_point deadline);
-  void AbortAndWait(Attempt& a, Waiter& w);
-  // One unhedged attempt, start to classification.
-  Outcome RunOne(Attempt& a, const RequestSetup& setup, const char* verb);
-  // One hedged range attempt: the primary request, and up to kMaxHedges
-  // hedges, each started when the latest request has run hedge_delay_s (so a
-  // hedge that meets a slow server in turn is hedged again). The first to
-  // succeed wins; the others are aborted.
-  Outcome RunHedged(const Target& t, uint64_t offset, uint64_t length, uint8_t* out,
-                    Clock::time_point deadline, double hedge_delay_s);
-  // One streaming attempt from byte `*delivered`; advances it as the sink
-  // takes bytes. A sink error lands in *sink_status. *etag: the ETag of the
-  // first response that sent one; a resume (delivered > 0) sends it as
-  // If-Match, and a resumed response with another ETag (a server that
-  // ignores If-Match) fails too: a replaced object is an error, never two
-  // versions spliced.
-  Outcome RunStream(const Target& t, Clock::time_point deadline, const Sink& sink,
-                    uint64_t* delivered, std::string* etag, Status* sink_status);
-  // Runs `attempt` until it succeeds, fails for good, the retries are spent,
-  // the deadline passes or the store is cancelled.
-  template <class F>
-  Status WithRetries(const Target& t, const char* verb, Clock::time_point deadline, F&& attempt);
-  // Sleeps the backoff before retry n (0-based); false when cancelled.
-  bool Backoff(int n, Clock::time_point deadline);
-  double HedgeDelay() const;
-  Status CancelledError(const Target& t, const char* verb);
-  void Count(uint64_t requests, const Attempt& a) {
-    requests_ += requests;
-    bytes_fetched_ += a.body_bytes;
-  }
-
-  const RemoteOptions options_;
-  const std::optional<AwsConfig> aws_;
-  const HttpStoreTuning tuning_;
-  std::vector<std::unique_ptr<CurlEngine>> engines_;  // at least one
-  std::atomic<size_t> next_engine_{0};
-  std::atomic<bool> cancelled_{false};
-  std::mutex cancel_mu_;  // for the backoff sleeps
-  std::condition_variable cancel_cv_;
-  std::atomic<uint64_t> requests_{0}, bytes_fetched_{0}, retries_{0}, hedges_{0}, hedge_wins_{0},
-      timeouts_{0}, failures_{0};
-  LatencyWindow all_latency_, range_latency_;
-};
+namespace http_internal {
 
 RequestSetup HttpStore::Setup(const Target& t, Clock::time_point deadline, bool range) const {
   RequestSetup s;
@@ -217,55 +88,6 @@ bool HttpStore::Backoff(int n, Clock::time_point deadline) {
   const auto until = std::min(deadline, After(sleep));
   std::unique_lock<std::mutex> lock(cancel_mu_);
   return !cancel_cv_.wait_until(lock, until, [&] { return cancelled_.load(); });
-}
-
-template <class F>
-Status HttpStore::WithRetries(const Target& t, const char* verb, Clock::time_point deadline,
-                              F&& attempt) {
-  Outcome last;
-  long last_status = 0;
-  int attempts = 0;
-  bool deadline_hit = false;
-  for (int n = 0;; ++n) {
-    if (cancelled_.load()) return CancelledError(t, verb);
-    if (Clock::now() >= deadline) {
-      deadline_hit = true;
-      break;
-    }
-    last = attempt(deadline);
-    ++attempts;
-    if (last.http_status > 0) last_status = last.http_status;
-    if (last.timeout) ++timeouts_;
-    if (last.kind == Outcome::Kind::kOk) return Ok();
-    if (last.kind == Outcome::Kind::kFail) {
-      // A HEAD told "404" answered its question (is the object there?), as
-      // for the optional index and manifest: not a failure of the store.
-      const bool absent =
-          last.error.code == ErrorCode::kNotFound && std::string_view(verb) == "HEAD";
-      if (!absent) ++failures_;
-      return std::unexpected(std::move(last.error));
-    }
-    if (cancelled_.load()) return CancelledError(t, verb);
-    if (n >= options_.max_retries) break;
-    if (!Backoff(n, deadline)) return CancelledError(t, verb);
-    ++retries_;
-  }
-  ++failures_;
-  Error e = attempts > 0 ? std::move(last.error)
-                         : Error{ErrorCode::kIo, Describe(t, verb) + ": timed out", {}, {}};
-  deadline_hit = deadline_hit || Clock::now() >= deadline;
-  e.message += deadline_hit ? "; deadline of " + std::to_string(options_.deadline_s) +
-                                  " s reached after " + std::to_string(attempts) + " attempt(s)"
-                            : "; gave up after " + std::to_string(attempts) + " attempt(s)";
-  if (last_status > 0 && e.message.find("HTTP ") == std::string::npos) {
-    e.message += ", last HTTP status " + std::to_string(last_status);
-  }
-  if (e.hint.empty()) {
-    e.hint =
-        "the server kept failing; raise remote.deadline_s / remote.max_retries, or check "
-        "the server";
-  }
-  return std::unexpected(std::move(e));
 }
 
 double HttpStore::HedgeDelay() const {
@@ -419,122 +241,6 @@ Status HttpStore::ReadRange(const std::string& url, uint64_t offset, uint64_t le
   return Ok();
 }
 
-Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const Sink& sink,
-                             uint64_t* delivered, std::string* etag, Status* sink_status) {
-  Waiter w;
-  StreamQueue queue;
-  Attempt a;
-  a.mode = Attempt::Mode::kStream;
-  a.stream = &queue;
-  a.offset = *delivered;
-  a.want = 0;  // open-ended: bytes=offset-
-  if (*delivered > 0) a.if_match = *etag;
-  EasyLease lease{&a};
-  if (auto st = Prepare(a, w, Setup(t, deadline, *delivered > 0)); !st) {
-    return Outcome{Outcome::Kind::kFail, st.error()};
-  }
-  Launch(a);
-  const auto hard = deadline + std::chrono::milliseconds(250);
-  // A stall: nothing arrives for stall_timeout_s while this side waits for
-  // bytes (time spent in the sink, or paused on a full queue, is not one).
-  const bool watch_stalls = options_.stall_timeout_s > 0;
-  const auto stall_after = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(options_.stall_timeout_s));
-  auto waiting_since = Clock::now();
-  bool stalled = false;
-  std::vector<uint8_t> chunk;
-  for (;;) {
-    bool unpause = false;
-    {
-      std::unique_lock<std::mutex> lock(w.mu);
-      if (!chunk.empty() || chunk.capacity() > 0) queue.spare.push_back(std::move(chunk));
-      const auto until = watch_stalls ? std::min(hard, waiting_since + stall_after) : hard;
-      if (!w.cv.wait_until(lock, until, [&] { return !queue.chunks.empty() || a.transfer.done; })) {
-        stalled = Clock::now() < hard;
-        break;
-      }
-      if (queue.chunks.empty()) break;  // done and drained
-      chunk = std::move(queue.chunks.front());
-      queue.chunks.pop_front();
-      queue.queued -= chunk.size();
-      if (queue.paused && queue.queued <= StreamQueue::kMaxQueued / 2) {
-        queue.paused = false;
-        unpause = true;
-      }
-    }
-    if (unpause) a.transfer.engine->Unpause(&a.transfer);
-    *sink_status = sink(chunk.data(), chunk.size());
-    if (!*sink_status) break;
-    *delivered += chunk.size();
-    chunk.clear();
-    waiting_since = Clock::now();
-  }
-  AbortAndWait(a, w);  // returns at once when the transfer has ended
-  Count(1, a);
-  if (etag->empty()) *etag = a.etag;  // the loop thread is done with `a`
-  if (!*sink_status) return Outcome{Outcome::Kind::kFail, sink_status->error()};
-  if (stalled && !cancelled_.load()) {
-    Outcome o;
-    o.kind = Outcome::Kind::kRetry;
-    o.timeout = true;
-    o.http_status = a.transfer.http_status;
-    o.error = Error{ErrorCode::kIo,
-                    Describe(t, "GET") + ": stalled: no byte for " +
-                        SecondsText(options_.stall_timeout_s) + " after " +
-                        std::to_string(*delivered) + " bytes",
-                    "raise remote.stall_timeout_s for a slow link (0 turns stall detection off)",
-                    {}};
-    return o;
-  }
-  Outcome o = Classify(a, t, aws(), "GET", cancelled_.load());
-  if (o.kind != Outcome::Kind::kOk) return o;
-  if (!a.if_match.empty() && !a.etag.empty() && a.etag != a.if_match) {
-    o.kind = Outcome::Kind::kFail;
-    o.error = Error{ErrorCode::kCorruptData,
-                    Describe(t, "GET") + ": the object changed while it was being read (ETag " +
-                        a.if_match + ", now " + a.etag + ")",
-                    kObjectChangedHint,
-                    {}};
-    return o;
-  }
-  // A clean end must have delivered the whole object.
-  int64_t total = -1;
-  curl_off_t length = -1;
-  curl_easy_getinfo(a.transfer.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-  if (o.http_status == 206) {
-    total = a.content_range_total;
-  } else if (length >= 0) {
-    total = length;
-  }
-  if (total >= 0 && *delivered < static_cast<uint64_t>(total)) {
-    o.kind = Outcome::Kind::kRetry;
-    o.short_body = true;
-    o.error = Error{ErrorCode::kCorruptData,
-                    Describe(t, "GET") + ": short body, " + std::to_string(*delivered) + " of " +
-                        std::to_string(total) + " bytes",
-                    {},
-                    {}};
-  }
-  return o;
-}
-
-Status HttpStore::Stream(const std::string& url, const Sink& sink) {
-  auto target = ResolveTarget(url, aws());
-  if (!target) return std::unexpected(target.error());
-  const auto start = Clock::now();
-  const auto deadline = After(options_.deadline_s);
-  uint64_t delivered = 0;
-  std::string etag;
-  Status sink_status = Ok();
-  auto st = WithRetries(*target, "GET", deadline, [&](Clock::time_point dl) {
-    return RunStream(*target, dl, sink, &delivered, &etag, &sink_status);
-  });
-  if (!sink_status) return sink_status;
-  if (!st) return st;
-  all_latency_.Add(Since(start));
-  return Ok();
-}
-
 Result<std::vector<ObjectInfo>> HttpStore::List(const std::string& prefix) {
   auto target = ResolveTarget(prefix, aws());
   if (!target) return std::unexpected(target.error());
@@ -610,7 +316,9 @@ RequestStats HttpStore::stats() const {
   return s;
 }
 
-}  // namespace
+}  // namespace http_internal
+
+using http_internal::HttpStore;
 
 int IoThreadsFor(const RemoteOptions& options, unsigned hardware_threads) {
   const int wanted = options.io_threads > 0
