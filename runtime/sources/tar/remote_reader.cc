@@ -61,6 +61,7 @@ RemoteShardReader::RemoteShardReader(std::shared_ptr<remote::ObjectStore> store,
   resident_.resize(shards_.size());
   pending_.assign(shards_.size(), 0);
   wanted_flag_.assign(shards_.size(), false);
+  seen_.assign(num_samples_, false);
 }
 
 RemoteShardReader::~RemoteShardReader() {
@@ -163,6 +164,7 @@ void RemoteShardReader::WillRead(std::span<const Range> ranges) {
   }
   hinted_ = true;
   for (const Range& r : ranges) {
+    NotePassLocked(r);
     ++pending_[r.shard];
     if (resident_[r.shard] == nullptr && !wanted_flag_[r.shard]) {
       wanted_flag_[r.shard] = true;
@@ -362,6 +364,25 @@ bool RemoteShardReader::MakeRoomLocked(uint64_t bytes, bool force) {
   return true;
 }
 
+void RemoteShardReader::NotePassLocked(const Range& r) {
+  if (r.index >= seen_.size() || r.shard >= shards_.size()) return;
+  if (seen_[r.index]) {
+    // The shard's next pass (the loader announces each sample once per
+    // epoch): its failure belonged to the last one.
+    const uint64_t end = r.shard + 1 < shards_.size() ? shards_[r.shard + 1].start : num_samples_;
+    for (uint64_t i = shards_[r.shard].start; i < std::min<uint64_t>(end, seen_.size()); ++i) {
+      seen_[i] = false;
+    }
+    const std::shared_ptr<Resident>& failed = resident_[r.shard];
+    if (failed != nullptr && failed->state == Resident::kFailed) {
+      // A read still holding it keeps its own reference.
+      resident_bytes_ -= failed->charged;
+      resident_[r.shard] = nullptr;
+    }
+  }
+  seen_[r.index] = true;
+}
+
 bool RemoteShardReader::FinishingStreamLocked() const {
   for (const auto& r : resident_) {
     if (r != nullptr && r->state == Resident::kLoading && r->received == shards_[r->shard].size) {
@@ -411,6 +432,7 @@ Status RemoteShardReader::ReadStream(const Range& range, uint8_t* out) {
   std::unique_lock lock(mutex_);
   if (cancelled_) return CancelledError();
   if (pending_[range.shard] > 0) --pending_[range.shard];
+  if (!hinted_) NotePassLocked(range);  // no announcements: the reads mark the passes
   std::shared_ptr<Resident> r = resident_[range.shard];
   if (r == nullptr) {
     const uint64_t size = shards_[range.shard].size;

@@ -29,8 +29,12 @@
 // room (every shard in memory still being read) reads its sample alone (after
 // waiting for any stream that has all its bytes to return). A
 // shard larger than max_resident_bytes is read sample by sample. A shard
-// whose stream fails stays failed until evicted: its samples fail fast with
-// the stream's error (the store's message: URL and last HTTP status).
+// whose stream fails stays failed for the rest of that pass over it: its
+// samples fail fast with the stream's error (the store's message: URL and
+// last HTTP status), and it is not fetched again (no retry storm). Its next
+// pass (one of its samples announced again: the loader announces each
+// sample once per epoch, so the next epoch; without announcements, one read
+// again) drops the failure and streams the shard anew.
 //
 // Thread-safe. Cancel() wakes every waiting Read (kIo) and cancels the
 // store; the destructor cancels and joins the fetch threads.
@@ -172,6 +176,9 @@ class RemoteShardReader {
   // Whether a stream has delivered all its shard's bytes but not returned
   // yet (its shard cannot be evicted until it does).
   bool FinishingStreamLocked() const;
+  // Marks r's sample as read in its shard's current pass; a sample seen
+  // before starts the shard's next pass, which drops a failed stream.
+  void NotePassLocked(const Range& r);
   void ScheduleLocked();
   // kRandom: loads planned groups in announcement order (a prefetch thread).
   void PrefetchLoop();
@@ -212,6 +219,7 @@ class RemoteShardReader {
   std::vector<int64_t> pending_;                     // announced reads not yet done
   std::vector<bool> wanted_flag_;
   std::deque<size_t> wanted_;  // announced shards not in memory, in order
+  std::vector<bool> seen_;     // per sample: announced in its shard's current pass
   std::deque<std::shared_ptr<Resident>> fetch_queue_;
   uint64_t resident_bytes_ = 0;
   int in_flight_ = 0;  // residents queued or loading

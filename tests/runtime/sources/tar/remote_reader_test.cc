@@ -357,6 +357,62 @@ TEST(RemoteShardReader, AFailedShardFailsItsSamplesWithTheStoresMessage) {
   EXPECT_NE(st.error().message.find("HTTP 503"), std::string::npos);
 }
 
+// Reads `ranges` through `reader`; how many failed.
+int FailedReads(RemoteShardReader& reader, const std::vector<Range>& ranges) {
+  int failed = 0;
+  for (const Range& r : ranges) {
+    std::vector<uint8_t> out(r.length);
+    if (!reader.Read(r, out.data())) ++failed;
+  }
+  return failed;
+}
+
+TEST(RemoteShardReader, AShardThatFailedInOneEpochIsStreamedAgainInTheNext) {
+  Fixture f(3);
+  auto reader = f.Make({}, ReadPattern::kShardStream);
+  std::vector<Range> first_half, second_half, epoch;
+  for (size_t k = 0; k < 3; ++k) {
+    for (uint64_t j = 0; j < 8; ++j) (j < 4 ? first_half : second_half).push_back(f.Sample(k, j));
+  }
+  epoch = first_half;
+  epoch.insert(epoch.end(), second_half.begin(), second_half.end());
+  // Epoch 0: shard 1 fails (503s); its samples fail, announced in two parts,
+  // and it is streamed once (no retry within the epoch).
+  f.store->FailUrlsContaining("s1.bin");
+  reader->WillRead(first_half);
+  EXPECT_EQ(FailedReads(*reader, first_half), 4);
+  reader->WillRead(second_half);
+  EXPECT_EQ(FailedReads(*reader, second_half), 4);
+  EXPECT_EQ(f.store->streams.load(), 3);
+  // Epoch 1 (every sample announced again), the server healthy: shard 1 is
+  // streamed again and every sample reads; the shards in memory are not.
+  f.store->FailUrlsContaining("");
+  reader->WillRead(epoch);
+  for (const Range& r : epoch) f.Check(*reader, r);
+  EXPECT_EQ(f.store->streams.load(), 4);
+  // Epoch 2: nothing failed, nothing streamed again.
+  reader->WillRead(epoch);
+  for (const Range& r : epoch) f.Check(*reader, r);
+  EXPECT_EQ(f.store->streams.load(), 4);
+}
+
+TEST(RemoteShardReader, WithoutAnnouncementsAFailedShardIsStreamedAgainWhenASampleIsReread) {
+  Fixture f(2);
+  auto reader = f.Make({}, ReadPattern::kShardStream);
+  f.store->FailUrlsContaining("s0.bin");
+  std::vector<Range> shard0;
+  for (uint64_t j = 0; j < 8; ++j) shard0.push_back(f.Sample(0, j));
+  auto streams_of_shard0 = [&] {
+    const std::vector<std::string> urls = f.store->Streamed();
+    return std::count(urls.begin(), urls.end(), f.list[0].url);
+  };
+  EXPECT_EQ(FailedReads(*reader, shard0), 8);
+  EXPECT_EQ(streams_of_shard0(), 1);
+  f.store->FailUrlsContaining("");
+  for (const Range& r : shard0) f.Check(*reader, r);
+  EXPECT_EQ(streams_of_shard0(), 2);
+}
+
 TEST(RemoteShardReader, CancelWakesAReadWaitingOnAStream) {
   Fixture f(2);
   auto reader = f.Make({}, ReadPattern::kShardStream);
