@@ -10,6 +10,24 @@ namespace {
 
 using namespace ops_internal;
 
+// The most one batch buffer may hold (all fields, 64-byte aligned blocks, as
+// the memory_planning pass lays them out). A loader keeps several buffers in
+// flight, so a batch past this is a mistake in `size` (or in a field's shape),
+// not a workload.
+constexpr int64_t kMaxBatchBytes = int64_t{64} << 30;  // 64 GiB
+
+// Adds the 64-byte-aligned block of `size` samples of `t` to `total`; false
+// when the sum overflows or passes kMaxBatchBytes.
+bool AddBlock(const TensorType& t, int64_t size, int64_t& total) {
+  int64_t n = DTypeSize(t.dtype);
+  for (int64_t d : t.dims) {
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  }
+  if (__builtin_mul_overflow(n, size, &n) || n > kMaxBatchBytes) return false;
+  total += (n + 63) / 64 * 64;
+  return total <= kMaxBatchBytes;
+}
+
 Result<std::vector<TensorType>> InferBatch(std::span<const TensorType> inputs,
                                            const ParamList& params) {
   const int64_t size = P(params, "size").AsInt();
@@ -20,6 +38,7 @@ Result<std::vector<TensorType>> InferBatch(std::span<const TensorType> inputs,
                                                   std::to_string(inputs.size()) + " input tensors");
   }
   std::vector<TensorType> out;
+  int64_t batch_bytes = 0;
   auto field = fields.begin();
   for (const TensorType& t : inputs) {
     const std::string where = "batch field `" + field->first + "` (tensor `" + field->second + "`)";
@@ -34,6 +53,13 @@ Result<std::vector<TensorType>> InferBatch(std::span<const TensorType> inputs,
                            "); every sample in a batch must have the same shape",
                        "add a resize with an exact size, a crop, center_crop or "
                        "random_resized_crop before batching");
+    }
+    if (!AddBlock(t, size, batch_bytes)) {
+      return MakeError(ErrorCode::kInvalidSpec,
+                       "a batch of " + std::to_string(size) + " samples needs more than " +
+                           std::to_string(kMaxBatchBytes) + " bytes (64 GiB) per batch buffer; " +
+                           where + " is " + t.ToString() + " per sample",
+                       "use a smaller batch `size` (typical: 32 to 1024) or smaller samples");
     }
     TensorType b = t;
     b.dims.insert(b.dims.begin(), size);

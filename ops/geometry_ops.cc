@@ -6,6 +6,9 @@
 // see ops/reference/resample.h for the filters.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
 
 #include "ops/families.h"
 #include "ops/fusion/geometry.h"
@@ -54,11 +57,63 @@ Result<TensorType> GeometryInput(std::string_view op, std::span<const TensorType
   return inputs[0];
 }
 
-Result<std::vector<TensorType>> WithHW(const TensorType& in, int64_t h, int64_t w) {
+// Halide indexes images with int32, so every extent, coordinate and element
+// count a geometry op produces must fit in one (the type_inference pass caps
+// a sample's bytes the same way, for every op). Arithmetic on spec values is
+// checked: a value near 2^63 must be an error, not a wrapped extent.
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+
+Error TooLarge(std::string_view op, const std::string& what, const std::string& hint) {
+  return Error{ErrorCode::kInvalidSpec,
+               "`" + std::string(op) + "` " + what + ": more than " + std::to_string(kMaxExtent) +
+                   " (2^31-1), the most an image extent, coordinate or element count may be",
+               hint};
+}
+
+// a + b, or nullopt on overflow or a sum over kMaxExtent (a, b >= 0).
+std::optional<int64_t> ExtentSum(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum) || sum > kMaxExtent) return std::nullopt;
+  return sum;
+}
+
+// h * w * channels elements, checked; an error naming the op when over
+// kMaxExtent. `at_least`: h x w is the smallest the output can be (resize
+// with a one-value size).
+Status CheckElements(std::string_view op, int64_t h, int64_t w, int64_t c, bool at_least,
+                     const std::string& hint) {
+  int64_t hw = 0, n = 0;
+  const std::string shape = std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c);
+  if (h > kMaxExtent || w > kMaxExtent) {
+    return std::unexpected(TooLarge(op, "would make a " + shape + " image", hint));
+  }
+  if (__builtin_mul_overflow(h, w, &hw) || __builtin_mul_overflow(hw, c, &n) || n > kMaxExtent) {
+    return std::unexpected(TooLarge(
+        op,
+        std::string("would make ") + (at_least ? "at least " : "") + "a " + shape + " image" +
+            (n > kMaxExtent ? " (" + std::to_string(n) + " elements)" : std::string()),
+        hint));
+  }
+  return Ok();
+}
+
+// `in` with extents h x w, checked (kDynamic passes unchecked).
+Result<std::vector<TensorType>> WithHW(std::string_view op, const TensorType& in, int64_t h,
+                                       int64_t w, const std::string& hint) {
+  const int64_t c = in.dims[2] == kDynamic ? 1 : in.dims[2];
+  SLUICE_RETURN_IF_ERROR(CheckElements(op, h == kDynamic ? 1 : h, w == kDynamic ? 1 : w, c,
+                                       /*at_least=*/false, hint));
   TensorType out = in;
   out.dims[0] = h;
   out.dims[1] = w;
   return std::vector<TensorType>{out};
+}
+
+// The padded extent n + before + after; nullopt when over kMaxExtent.
+std::optional<int64_t> PaddedExtent(int64_t n, int64_t before, int64_t after) {
+  auto pads = ExtentSum(before, after);
+  if (!pads) return std::nullopt;
+  return n == kDynamic ? std::optional<int64_t>(kDynamic) : ExtentSum(n, *pads);
 }
 
 // ---- reference implementations ---------------------------------------------
@@ -159,7 +214,15 @@ Result<RefTensor> PadRef(const RefTensor& in, const ParamList& p, RefContext&) {
                          P(p, "padding").ToString() + " for " + in.type.ToString());
   }
   const float fill = RoundToDType(static_cast<float>(P(p, "fill").AsFloat()), in.type.dtype);
-  const int64_t oh = h + ltrb[1] + ltrb[3], ow = w + ltrb[0] + ltrb[2];
+  const auto padded_h = PaddedExtent(h, ltrb[1], ltrb[3]),
+             padded_w = PaddedExtent(w, ltrb[0], ltrb[2]);
+  if (!padded_h || !padded_w) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "`pad` padding " + P(p, "padding").ToString() + " on " + in.type.ToString() +
+                         " makes an extent over " + std::to_string(kMaxExtent));
+  }
+  SLUICE_RETURN_IF_ERROR(CheckElements("pad", *padded_h, *padded_w, c, false, "pad less"));
+  const int64_t oh = *padded_h, ow = *padded_w;
   RefTensor out = RefTensor::Zeros(in.type.dtype, Layout::kHWC, {oh, ow, c});
   for (int64_t y = 0; y < oh; ++y) {
     const int64_t sy = PadSource(y - ltrb[1], h, mode);
@@ -258,8 +321,14 @@ OpDef ResizeOp() {
         auto in = GeometryInput("resize", inputs);
         if (!in) return std::unexpected(in.error());
         const auto& size = P(p, "size").AsIntList();
-        if (size.size() == 1) return WithHW(*in, kDynamic, kDynamic);
-        return WithHW(*in, size[0], size[1]);
+        if (size.size() == 1) {
+          // The shorter side becomes size[0], so the output is at least s x s.
+          const int64_t c = in->dims[2] == kDynamic ? 1 : in->dims[2];
+          SLUICE_RETURN_IF_ERROR(CheckElements("resize", size[0], size[0], c, /*at_least=*/true,
+                                               "use a smaller size"));
+          return WithHW("resize", *in, kDynamic, kDynamic, "");
+        }
+        return WithHW("resize", *in, size[0], size[1], "use a smaller size");
       },
       .reference = ResizeRef,
       .fusion = FusionRole::kGeometry,
@@ -280,7 +349,7 @@ OpDef CenterCropOp() {
         auto in = GeometryInput("center_crop", inputs);
         if (!in) return std::unexpected(in.error());
         auto [h, w] = SizeHW(P(p, "size").AsIntList());
-        return WithHW(*in, h, w);
+        return WithHW("center_crop", *in, h, w, "use a smaller size");
       },
       .reference = CenterCropRef,
       .fusion = FusionRole::kGeometry,
@@ -322,7 +391,19 @@ OpDef CropOp() {
                   const ParamList& p) -> Result<std::vector<TensorType>> {
         auto in = GeometryInput("crop", inputs);
         if (!in) return std::unexpected(in.error());
-        return WithHW(*in, P(p, "height").AsInt(), P(p, "width").AsInt());
+        const int64_t top = P(p, "top").AsInt(), left = P(p, "left").AsInt();
+        const int64_t height = P(p, "height").AsInt(), width = P(p, "width").AsInt();
+        if (!ExtentSum(top, height) || !ExtentSum(left, width)) {
+          const bool rows = !ExtentSum(top, height);
+          return std::unexpected(TooLarge(
+              "crop",
+              std::string("puts the region's ") +
+                  (rows ? "bottom edge at top + height = " : "right edge at left + width = ") +
+                  std::to_string(rows ? top : left) + " + " + std::to_string(rows ? height : width),
+              "crop a region inside the image: lower `" + std::string(rows ? "top" : "left") +
+                  "`"));
+        }
+        return WithHW("crop", *in, height, width, "use a smaller height and width");
       },
       .reference = CropRef,
       .fusion = FusionRole::kGeometry,
@@ -388,7 +469,7 @@ OpDef RandomResizedCropOp() {
         auto in = GeometryInput("random_resized_crop", inputs);
         if (!in) return std::unexpected(in.error());
         auto [h, w] = SizeHW(P(p, "size").AsIntList());
-        return WithHW(*in, h, w);
+        return WithHW("random_resized_crop", *in, h, w, "use a smaller size");
       },
       .reference = RandomResizedCropRef,
       .fusion = FusionRole::kGeometry,
@@ -473,8 +554,19 @@ OpDef PadOp() {
                                P(p, "padding").ToString() + " for " + in->ToString(),
                            "use mode: edge, or pad less");
         }
-        return WithHW(*in, h == kDynamic ? kDynamic : h + ltrb[1] + ltrb[3],
-                      w == kDynamic ? kDynamic : w + ltrb[0] + ltrb[2]);
+        const auto oh = PaddedExtent(h, ltrb[1], ltrb[3]), ow = PaddedExtent(w, ltrb[0], ltrb[2]);
+        if (!oh || !ow) {
+          return std::unexpected(TooLarge(
+              "pad",
+              "with padding " + P(p, "padding").ToString() + " would make the image's " +
+                  (!oh ? "height " : "width ") +
+                  (in->dims[!oh ? 0 : 1] == kDynamic ? "?"
+                                                     : std::to_string(in->dims[!oh ? 0 : 1])) +
+                  " + " + std::to_string(!oh ? ltrb[1] : ltrb[0]) + " + " +
+                  std::to_string(!oh ? ltrb[3] : ltrb[2]) + " pixels",
+              "pad by a few pixels, e.g. padding: [4]"));
+        }
+        return WithHW("pad", *in, *oh, *ow, "pad less");
       },
       .reference = PadRef,
       .fusion = FusionRole::kGeometry,

@@ -3,7 +3,8 @@
 // Rewrites: Graph::memory only (batch size, per batch field dtype, sample
 // shape, bytes per sample, the offset of its [B, ...] block, the GPU staging
 // bytes of a field whose chain's tail runs on the GPU, and the bytes of one
-// batch buffer with and without GPU staging). No diagnostics.
+// batch buffer with and without GPU staging). No diagnostics but an internal
+// error on a size overflow (see Sizes below).
 //
 // Why: the buffer layout follows from the types the passes derived, so the
 // compiler computes it once and records it in plan.json, instead of every
@@ -17,7 +18,14 @@
 // buffer instead when GPU tails are used; `staged_offset` and
 // `staged_batch_bytes` give that layout. A field with a non-static or bytes
 // type gets no block (the loader rejects such a plan when it loads it).
+//
+// Sizes: all arithmetic is checked. The `batch` op's type rule already bounds
+// the batch buffer (64 GiB) and type_inference each sample (2^31-1 bytes), so
+// an overflow here is a compiler bug: it is reported as an internal error at
+// the batch's mark and the memory is left unplanned, never a wrapped size.
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,13 +36,26 @@
 namespace sluice {
 namespace {
 
-int64_t Elements(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
+
+// dims' product times `scale`; kSaturated on overflow.
+int64_t Bytes(const std::vector<int64_t>& dims, int64_t scale) {
+  int64_t n = scale;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n)) return kSaturated;
+  }
   return n;
 }
 
-int64_t Align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+// (a + b * c) rounded up to 64; kSaturated on overflow.
+int64_t AlignedEnd(int64_t a, int64_t b, int64_t c) {
+  int64_t n = 0;
+  if (__builtin_mul_overflow(b, c, &n) || __builtin_add_overflow(a, n, &n) ||
+      __builtin_add_overflow(n, 63, &n)) {
+    return kSaturated;
+  }
+  return n / 64 * 64;
+}
 
 // The static uint8 image at the cut of `group` when placement moved its tail
 // to the GPU (the output of the group's last CPU node; the CPU part writes the
@@ -60,11 +81,11 @@ MemoryPlan LayOutBatch(std::vector<FieldMemory> fields, int64_t batch_size) {
   int64_t offset = 0, staged = 0;
   for (FieldMemory& f : fields) {
     f.offset = offset;
-    offset = Align64(offset + f.bytes_per_sample * batch_size);
+    offset = AlignedEnd(offset, f.bytes_per_sample, batch_size);
     f.staged_offset = staged;
     const int64_t host =
         f.staging_bytes_per_sample > 0 ? f.staging_bytes_per_sample : f.bytes_per_sample;
-    staged = Align64(staged + host * batch_size);
+    staged = AlignedEnd(staged, host, batch_size);
   }
   plan.fields = std::move(fields);
   plan.batch_bytes = std::max<int64_t>(offset, 64);
@@ -73,7 +94,6 @@ MemoryPlan LayOutBatch(std::vector<FieldMemory> fields, int64_t batch_size) {
 }
 
 void PlanMemory(Graph& graph, PassContext& context) {
-  (void)context;  // memory planning never rejects a spec
   if (graph.nodes.empty()) return;
   const Node& batch = graph.nodes.back();
   if (batch.op == nullptr || batch.op->op_class != OpClass::kBatch) return;
@@ -91,19 +111,28 @@ void PlanMemory(Graph& graph, PassContext& context) {
                   : out.name;
     f.dtype = in.type->dtype;
     f.sample_shape = in.type->dims;
-    f.bytes_per_sample = Elements(f.sample_shape) * static_cast<int64_t>(DTypeSize(f.dtype));
+    f.bytes_per_sample = Bytes(f.sample_shape, DTypeSize(f.dtype));
     if (in.producer >= 0) {
       const int group = graph.nodes[in.producer].fusion_group;
       if (group >= 0) {
         if (auto staging = StagingType(graph, group)) {
-          f.staging_bytes_per_sample =
-              Elements(staging->dims) * static_cast<int64_t>(DTypeSize(staging->dtype));
+          f.staging_bytes_per_sample = Bytes(staging->dims, DTypeSize(staging->dtype));
         }
       }
     }
     fields.push_back(std::move(f));
   }
-  graph.memory = LayOutBatch(std::move(fields), batch_size);
+  MemoryPlan plan = LayOutBatch(std::move(fields), batch_size);
+  if (plan.batch_bytes == kSaturated || plan.staged_batch_bytes == kSaturated) {
+    context.diags.Add(
+        Error{ErrorCode::kInternal,
+              "the batch buffer's size overflows (batch size " + std::to_string(batch_size) + ")",
+              "use a smaller batch `size`; the batch op's type rule should have "
+              "caught this, so please report it",
+              batch.mark});
+    return;
+  }
+  graph.memory = std::move(plan);
 }
 
 }  // namespace sluice
