@@ -3,8 +3,8 @@
 // (compiler/codegen) and the plan artifact (compiler/plan/plan_writer.h). The
 // driver is the only part of the compiler that sees every layer.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
+#include <string>
 
 #include "compiler/codegen/codegen.h"
 #include "compiler/cost/cost_model.h"
@@ -152,14 +152,13 @@ Result<Compilation> Compile(const CompileOptions& options) {
     c.spec = ParseSpecText(c.spec_text, options.spec_name.empty() ? "<string>" : options.spec_name,
                            c.diags);
   } else {
-    std::ifstream in(options.spec_path, std::ios::binary);
-    if (in) {
-      std::ostringstream text;
-      text << in.rdbuf();
-      c.spec_text = text.str();
+    // Bounded read (kMaxSpecBytes): never the whole stream, which /dev/zero
+    // or a FIFO would make endless.
+    if (std::optional<std::string> text = ReadSpecFile(options.spec_path, c.diags)) {
+      c.spec_text = std::move(*text);
       c.spec = ParseSpecText(c.spec_text, options.spec_path, c.diags);
     } else {
-      c.spec = ParseSpecFile(options.spec_path, c.diags);  // reports the unreadable file
+      c.spec.file = options.spec_path;
     }
   }
   if (c.diags.has_errors() || options.parse_only) return Compilation(std::move(impl));

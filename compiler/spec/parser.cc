@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -262,22 +263,46 @@ Spec ParseSpecText(const std::string& text, const std::string& file, Diagnostics
   }
 }
 
-Spec ParseSpecFile(const std::string& path, Diagnostics& diags) {
+std::optional<std::string> ReadSpecFile(const std::string& path, Diagnostics& diags) {
+  namespace fs = std::filesystem;
+  const SourceMark mark{path, 0, 0};
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!ec && fs::is_directory(st)) {
+    diags.Add(mark, spec_internal::Tick(path) + " is a directory, not a spec file",
+              "pass the spec's .yaml file, e.g. " + spec_internal::Tick(path + "/train.yaml"));
+    return std::nullopt;
+  }
+  // Pipes and character devices (`<(...)`, /dev/stdin) are read like files,
+  // up to the limit; a block device or socket is never a spec.
+  if (!ec && (fs::is_block_file(st) || fs::is_socket(st))) {
+    diags.Add(mark, spec_internal::Tick(path) + " is not a regular file (a block device or socket)",
+              "pass the path of the spec's .yaml file");
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    diags.Add(SourceMark{path, 0, 0},
-              "cannot read " + spec_internal::Tick(path) + ": " + std::strerror(errno),
+    diags.Add(mark, "cannot read " + spec_internal::Tick(path) + ": " + std::strerror(errno),
               "check the path");
+    return std::nullopt;
+  }
+  // At most one byte more than a spec may have (/dev/zero, a FIFO or a file
+  // that grows while read must not be read forever); the size check reports it.
+  std::string text(kMaxSpecBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (!SpecSizeWithinLimits(text.size(), path, diags)) return std::nullopt;
+  return text;
+}
+
+Spec ParseSpecFile(const std::string& path, Diagnostics& diags) {
+  std::optional<std::string> text = ReadSpecFile(path, diags);
+  if (!text) {
     Spec spec;
     spec.file = path;
     return spec;
   }
-  // At most one byte more than a spec may have (a FIFO or /dev/zero must not
-  // be read forever); ParseSpecText reports the size.
-  std::string text(kMaxSpecBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return ParseSpecText(text, path, diags);
+  return ParseSpecText(*text, path, diags);
 }
 
 }  // namespace sluice

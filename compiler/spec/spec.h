@@ -26,6 +26,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,5 +83,11 @@ class Diagnostics;
 Spec ParseSpecText(const std::string& text, const std::string& file, Diagnostics& diags);
 // Same, reading `path` (an unreadable file is one diagnostic).
 Spec ParseSpecFile(const std::string& path, Diagnostics& diags);
+// The text of the spec file `path`, read with a bound: at most kMaxSpecBytes
+// + 1 bytes (so /dev/zero or a FIFO is never read forever). nullopt, with one
+// diagnostic, when `path` cannot be opened, is a directory, a block device or
+// a socket, or holds more than kMaxSpecBytes. A pipe or character device
+// (`<(...)`, /dev/stdin) is read like a file, up to the same bound.
+std::optional<std::string> ReadSpecFile(const std::string& path, Diagnostics& diags);
 
 }  // namespace sluice

@@ -119,6 +119,29 @@ TEST(CompileDriver, SpecFileAndUnreadableFile) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CompileDriver, SpecFileReadIsBoundedAndNeedsAFile) {
+  // /dev/zero never ends: the read stops one byte past the 1 MiB limit.
+  CompileOptions o;
+  o.spec_path = "/dev/zero";
+  auto zero = Compile(o);
+  ASSERT_TRUE(zero.has_value()) << zero.error().ToString();
+  EXPECT_NE(zero->diagnostics().find("/dev/zero:1:1: error: the spec is larger than 1048576"),
+            std::string::npos)
+      << zero->diagnostics();
+
+  // A directory named like a spec is not "the spec is empty".
+  auto dir = std::filesystem::temp_directory_path() / "sluice_driver_dir_test";
+  std::filesystem::create_directories(dir / "x.yaml");
+  o.spec_path = (dir / "x.yaml").string();
+  auto d = Compile(o);
+  ASSERT_TRUE(d.has_value()) << d.error().ToString();
+  EXPECT_NE(d->diagnostics().find("`" + o.spec_path + "` is a directory, not a spec file"),
+            std::string::npos)
+      << d->diagnostics();
+  EXPECT_EQ(d->diagnostics().find("empty"), std::string::npos) << d->diagnostics();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CompileDriver, ProfileAndBudgetReachPlacement) {
   CompileOptions o = TextOptions(kSpec);
   o.profile_path = "/nonexistent/hw.yaml";
