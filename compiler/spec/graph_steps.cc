@@ -149,6 +149,14 @@ void SpecParser::StepInputs(const Entry* in, RawStep& s, bool& names_ok) {
         names_ok = false;
         return;
       }
+      if (!IsIdentifier(n.Scalar())) {
+        r_.Error(
+            m, "`in` of " + Tick(s.op_name) + ": tensor name " + Tick(n.Scalar()) + " is not valid",
+            "name a tensor: letters, digits and `_`, starting with a letter or `_`, e.g. "
+            "`in: image`");
+        names_ok = false;
+        return;
+      }
       s.in_names.push_back(n.Scalar());
       s.in_marks.push_back(m);
     };

@@ -30,6 +30,7 @@ void SpecParser::Resolve() {
   }
   EmitGraph(order, step_def, dropped);
   ResolveBatch(dropped);
+  CheckDecodesAgree();
 }
 
 std::vector<int> SpecParser::DefineNames() {
@@ -78,6 +79,7 @@ void SpecParser::ResolveInputs() {
     if (s.op_name.empty()) continue;
     for (size_t k = 0; k < s.in_names.size(); ++k) ResolveInput(i, k);
   }
+  RejectSelfFedForwardReferences();
 }
 
 void SpecParser::ResolveInput(int i, size_t k) {
@@ -104,19 +106,60 @@ void SpecParser::ResolveInput(int i, size_t k) {
              "give the tensor it should read a unique `out:` name");
     s.broken = true;
   } else if (source_ok_) {
-    std::vector<std::string> others;  // names defined by other steps or the source
-    for (const Def& d : defs_) {
-      if (d.step != i && std::find(others.begin(), others.end(), d.name) == others.end()) {
-        others.push_back(d.name);
-      }
-    }
-    std::string near = DidYouMean(name, others);
-    r_.Error(
-        s.in_marks[k], "unknown tensor " + Tick(name) + " read by " + Tick(s.op_name),
-        near.empty() ? "defined tensors: " + TickList(others) : "did you mean " + Tick(near) + "?");
-    s.broken = true;
+    ReportUnknownInput(i, k);
   } else {
     s.broken = true;  // the source is broken; its names are unknown
+  }
+}
+
+void SpecParser::ReportUnknownInput(int i, size_t k) {
+  RawStep& s = steps_[i];
+  const std::string& name = s.in_names[k];
+  std::vector<std::string> others;  // names defined by other steps or the source
+  for (const Def& d : defs_) {
+    if (d.step != i && d.name != name &&
+        std::find(others.begin(), others.end(), d.name) == others.end()) {
+      others.push_back(d.name);
+    }
+  }
+  std::string near = DidYouMean(name, others);
+  r_.Error(
+      s.in_marks[k], "unknown tensor " + Tick(name) + " read by " + Tick(s.op_name),
+      near.empty() ? "defined tensors: " + TickList(others) : "did you mean " + Tick(near) + "?");
+  s.in_defs[k] = -1;
+  s.broken = true;
+}
+
+// A forward reference to a later step's *default* `out` (its input's name,
+// passed on) that leads back to this step is a typo, not a loop: in
+// `- resize: {in: imgae}` then `- normalize: {...}`, `imgae` exists later only
+// because resize's own (unknown) input flowed on. Such a reference is an
+// unknown tensor. A later explicit `out:` is a real forward reference, and a
+// loop through one is reported as a cycle.
+void SpecParser::RejectSelfFedForwardReferences() {
+  const int n = static_cast<int>(steps_.size());
+  auto reaches = [&](int from, int target) {  // does `from` read (transitively) from `target`?
+    std::vector<bool> seen(n, false);
+    std::vector<int> stack = {from};
+    while (!stack.empty()) {
+      const int x = stack.back();
+      stack.pop_back();
+      if (x == target) return true;
+      if (seen[x]) continue;
+      seen[x] = true;
+      for (int d : steps_[x].in_defs) {
+        if (d >= 0 && defs_[d].step >= 0) stack.push_back(defs_[d].step);
+      }
+    }
+    return false;
+  };
+  for (int i = 0; i < n; ++i) {
+    RawStep& s = steps_[i];
+    for (size_t k = 0; k < s.in_defs.size(); ++k) {
+      const int d = s.in_defs[k];
+      if (d < 0 || defs_[d].step <= i || steps_[defs_[d].step].explicit_out) continue;
+      if (reaches(defs_[d].step, i)) ReportUnknownInput(i, k);
+    }
   }
 }
 
@@ -273,6 +316,7 @@ void SpecParser::ResolveBatch(const std::vector<bool>& dropped) {
     fields.emplace(key, std::pair{it->second.Scalar(), r_.MarkOf(it->second, km)});
     key_marks.emplace(key, km);
   }
+  std::map<int, std::string> field_of_def;  // a step's output -> the first field naming it
   for (const auto& [field, tensor] : fields) {
     const auto& [name, mark] = tensor;
     int last = -1;
@@ -289,10 +333,62 @@ void SpecParser::ResolveBatch(const std::vector<bool>& dropped) {
       continue;
     }
     if (defs_[last].step >= 0 && dropped[defs_[last].step]) continue;
+    // A plan runs one kernel per step output and writes its result to one
+    // field; the source's outputs (the label) may fill several.
+    if (defs_[last].step >= 0) {
+      auto [first, inserted] = field_of_def.emplace(last, field);
+      if (!inserted) {
+        r_.Error(mark,
+                 "batch fields " + Tick(first->second) + " and " + Tick(field) +
+                     " both name tensor " + Tick(name) +
+                     "; a tensor from the graph fills one field",
+                 "keep one of the two fields (copy the batch tensor in your training code if "
+                 "you need it twice)");
+        continue;
+      }
+    }
     spec_.batch.inputs.push_back(defs_[last].ssa);
     spec_.batch.input_marks.push_back(mark);
     spec_.batch.outputs.push_back(field);
     spec_.batch.output_marks.push_back(key_marks[field]);
+  }
+}
+
+// Every sample is decoded once and that image feeds every chain, so all
+// decode steps must be the same op with the same parameters (say, one rgb and
+// one gray decode compiled, and the plan then failed to load).
+void SpecParser::CheckDecodesAgree() {
+  const SpecStep* first = nullptr;
+  for (const SpecStep& step : spec_.graph) {
+    if (step.op == nullptr || step.op->op_class != OpClass::kDecode) continue;
+    if (first == nullptr) {
+      first = &step;
+      continue;
+    }
+    const std::string where = " at line " + std::to_string(first->mark.line);
+    if (step.op != first->op) {
+      r_.Error(step.mark,
+               "a second decode, " + Tick(step.op->name) + ", differs from " +
+                   Tick(first->op->name) + where + "; each sample is decoded once",
+               "decode once and read that tensor in every branch");
+      continue;
+    }
+    for (const auto& [name, value] : step.params) {
+      auto other = first->params.find(name);
+      if (other != first->params.end() && other->second == value) continue;
+      auto mark = step.param_marks.find(name);
+      const std::string theirs =
+          other == first->params.end() ? "unset" : name + ": " + other->second.ToString();
+      r_.Error(mark != step.param_marks.end() ? mark->second : step.mark,
+               "this " + Tick(step.op->name) + " has " + name + ": " + value.ToString() +
+                   " but the one" + where + " has " + theirs +
+                   "; each sample is decoded once, so every decode must match",
+               name == "color" ? "decode once with color: rgb and convert the gray branch, e.g. "
+                                 "`- grayscale: {in: image, out: gray}`"
+                               : "give every decode the same " + Tick(name) +
+                                     ", or decode once and read that tensor in every branch");
+      break;
+    }
   }
 }
 

@@ -103,6 +103,15 @@ class SpecParser {
   void AssignSsaNames();
   void ResolveInputs();
   void ResolveInput(int i, size_t k);
+  // The unknown-tensor error for steps_[i].in_names[k] (did-you-mean among
+  // the other defined names); marks the step broken.
+  void ReportUnknownInput(int i, size_t k);
+  // Forward references to a later default `out` that feeds back into the
+  // reading step become unknown-tensor errors (typos), not cycles.
+  void RejectSelfFedForwardReferences();
+  // Every decode step the same op with the same parameters (a plan decodes
+  // each sample once); an error at the first differing parameter.
+  void CheckDecodesAgree();
   // Kahn's algorithm, ready steps taken in list order; fills the dependency
   // edges. Steps in a cycle are left out of the order.
   std::vector<int> TopologicalOrder(std::vector<std::vector<int>>& preds,
