@@ -19,7 +19,7 @@ namespace {
 std::string ExampleValue(const ParamDef& def) {
   if (def.default_value) return def.default_value->ToString();
   const std::string& n = def.name;
-  if (n == "path") return "${DATA}/train";
+  if (n == "path") return "\"${DATA}/train\"";  // quoted: valid in a flow map too
   if (n == "fields") return "{image: image, label: cls}";
   if (n == "mean") return "[0.485, 0.456, 0.406]";
   if (n == "std") return "[0.229, 0.224, 0.225]";

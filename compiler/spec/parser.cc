@@ -37,6 +37,48 @@ namespace sluice {
 namespace spec_internal {
 namespace {
 
+// The 0-based line `line` of `text` (empty past the end).
+std::string LineOf(const std::string& text, int line) {
+  size_t start = 0;
+  for (int i = 0; i < line && start != std::string::npos; ++i) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (start == std::string::npos || start >= text.size()) return "";
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+// Whether `line` has a `${` after an opening `{` of a flow map: YAML reads
+// that `{` (in `path: ${DATA}/x` inside `{...}`) as a nested map and fails.
+bool UnquotedVariableInFlowMap(const std::string& line) {
+  const size_t var = line.find("${");
+  if (var == std::string::npos) return false;
+  for (size_t i = 0; i < var; ++i) {
+    if (line[i] == '{' && (i == 0 || line[i - 1] != '$')) return true;
+  }
+  return false;
+}
+
+// The 1-based line of the `---` that starts the second document, or 0.
+int SecondDocumentLine(const std::string& text) {
+  int line = 0, seen = 0;
+  bool content = false;  // a document's content came before this marker
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string l = text.substr(pos, end - pos);
+    ++line;
+    if (l.starts_with("---") || l.starts_with("...")) {
+      if (l.starts_with("---") && (content || seen > 0)) return line;
+      if (l.starts_with("---")) ++seen;
+    } else if (!l.empty() && l[0] != '#' && l.find_first_not_of(" \t\r") != std::string::npos) {
+      content = true;
+    }
+    pos = end + 1;
+  }
+  return 0;
+}
+
 const std::vector<std::string>& TopLevelKeys() {
   static const std::vector<std::string> keys = {"sluice", "name",  "source", "sampling",
                                                 "graph",  "batch", "output"};
@@ -48,10 +90,25 @@ const std::vector<std::string>& TopLevelKeys() {
 Spec SpecParser::Run(const std::string& text) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    // LoadAll, not Load: Load silently drops everything after a second `---`.
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      const int line = SecondDocumentLine(text);
+      r_.Error(line > 0 ? SourceMark{r_.file(), line, 1} : r_.MarkOf(docs[1]),
+               "the file holds more than one YAML document (a second `---`); a spec is one",
+               "remove the `---` and merge the documents, or put each spec in its own file");
+      return std::move(spec_);
+    }
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::ParserException& e) {
+    const bool variable =
+        UnquotedVariableInFlowMap(LineOf(text, e.mark.line)) ||
+        (e.mark.line > 0 && UnquotedVariableInFlowMap(LineOf(text, e.mark.line - 1)));
     r_.Error(r_.MarkAt(e.mark), "invalid YAML: " + e.msg,
-             "check the brackets, colons and indentation on this line and the one before");
+             variable ? "quote values that contain ${...} inside `{...}`, e.g. "
+                        "`path: \"${DATA}/train\"`"
+                      : "check the brackets, colons and indentation on this line and the one "
+                        "before");
     return std::move(spec_);
   } catch (const YAML::Exception& e) {
     r_.Error(r_.MarkAt(e.mark), "invalid YAML: " + e.msg);
@@ -115,7 +172,7 @@ void SpecParser::Top(const YAML::Node& root) {
   if (const Entry* e = find("source")) {
     Source(*e);
   } else {
-    missing("source", "add e.g. `source: {format: image_folder, path: ${DATA}/train}`");
+    missing("source", "add e.g. `source: {format: image_folder, path: \"${DATA}/train\"}`");
   }
   {
     const Entry* e = find("sampling");
@@ -176,7 +233,7 @@ void SpecParser::Source(const Entry& e) {
   spec_.source.mark = e.key_mark;
   if (!e.value.IsMap()) {
     r_.Error(e.value_mark, "`source` must be a map, got " + Describe(e.value),
-             "e.g. `source: {format: image_folder, path: ${DATA}/train}`");
+             "e.g. `source: {format: image_folder, path: \"${DATA}/train\"}`");
     return;
   }
   std::vector<Entry> entries = MapEntries(r_, e.value);

@@ -305,7 +305,7 @@ TEST(SpecParserErrors, TopLevelShape) {
             "  hint: start with `sluice: 1` and a `name:`\n");
   EXPECT_EQ(Errors("# comment\nsluice: one\nname: [x]\ngraf: []\n"),
             "t.yaml:2:1: error: missing required key `source`\n"
-            "  hint: add e.g. `source: {format: image_folder, path: ${DATA}/train}`\n"
+            "  hint: add e.g. `source: {format: image_folder, path: \"${DATA}/train\"}`\n"
             "t.yaml:2:1: error: missing required key `graph`\n"
             "  hint: add a list of steps, e.g. `graph: [{decode_jpeg: {in: jpg, out: image}}]`\n"
             "t.yaml:2:1: error: missing required key `batch`\n"
@@ -381,7 +381,7 @@ TEST(SpecParserErrors, SourceProblems) {
   EXPECT_EQ(Errors("sluice: 1\nname: t\nsource: {format: file_list, pth: /d}\n"
                    "graph: [decode_jpeg: {}]\nbatch: {size: 1, fields: {image: jpg}}\n"),
             "t.yaml:3:18: error: missing required parameter `path` in `source`\n"
-            "  hint: add it, e.g. `path: ${DATA}/train`\n"
+            "  hint: add it, e.g. `path: \"${DATA}/train\"`\n"
             "t.yaml:3:29: error: unknown parameter `pth` in `source`\n"
             "  hint: did you mean `path`?\n");
 }

@@ -108,5 +108,46 @@ TEST(SpecResolution, DecodesMustAgree) {
             "");
 }
 
+TEST(SpecYaml, UnquotedVariableInAFlowMapSaysToQuoteIt) {
+  const std::string e = Errors(
+      "sluice: 1\nname: t\nsource: {format: image_folder, path: ${DATA}/train}\ngraph:\n"
+      "  - decode_jpeg: {in: jpg, out: image}\nbatch: {size: 4, fields: {image: image}}\n");
+  EXPECT_NE(e.find("t.yaml:3:"), std::string::npos) << e;
+  EXPECT_NE(e.find("error: invalid YAML: "), std::string::npos) << e;
+  EXPECT_NE(e.find("  hint: quote values that contain ${...} inside `{...}`, e.g. "
+                   "`path: \"${DATA}/train\"`\n"),
+            std::string::npos)
+      << e;
+  // The suggested form parses.
+  EXPECT_EQ(Errors("sluice: 1\nname: t\nsource: {format: image_folder, path: \"${DATA}/train\"}\n"
+                   "graph:\n  - decode_jpeg: {in: jpg, out: image}\n"
+                   "batch: {size: 4, fields: {image: image}}\n"),
+            "");
+}
+
+TEST(SpecYaml, HintsSuggestValidYaml) {
+  const std::string e = Errors(
+      "sluice: 1\nname: t\ngraph: [{decode_jpeg: {}}]\n"
+      "batch: {size: 4, fields: {image: image}}\n");
+  EXPECT_NE(e.find("hint: add e.g. `source: {format: image_folder, path: \"${DATA}/train\"}`"),
+            std::string::npos)
+      << e;
+}
+
+TEST(SpecYaml, ASecondDocumentIsAnError) {
+  const std::string spec = Doc("  - decode_jpeg: {in: jpg, out: image}\n");
+  EXPECT_EQ(Errors(spec), "");
+  EXPECT_EQ(Errors(spec + "---\nname: other\n"),
+            "t.yaml:7:1: error: the file holds more than one YAML document (a second `---`); a "
+            "spec is one\n"
+            "  hint: remove the `---` and merge the documents, or put each spec in its own file\n");
+  // An empty second document is still a second document.
+  EXPECT_NE(Errors(spec + "---\n").find("t.yaml:7:1: error: the file holds more than one"),
+            std::string::npos)
+      << Errors(spec + "---\n");
+  // A leading `---` (one document) is fine.
+  EXPECT_EQ(Errors("---\n" + spec), "");
+}
+
 }  // namespace
 }  // namespace sluice
