@@ -327,7 +327,7 @@ std::optional<std::string> ReadSpecFile(const std::string& path, Diagnostics& di
   const fs::file_status st = fs::status(path, ec);
   if (!ec && fs::is_directory(st)) {
     diags.Add(mark, spec_internal::Tick(path) + " is a directory, not a spec file",
-              "pass the spec's .yaml file, e.g. " + spec_internal::Tick(path + "/train.yaml"));
+              "pass the path of a spec file, not a folder");
     return std::nullopt;
   }
   // Pipes and character devices (`<(...)`, /dev/stdin) are read like files,
