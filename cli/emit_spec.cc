@@ -2,8 +2,10 @@
 //
 // Every section is a flow map on one line (graph steps one per line), params in
 // name order, so the text is stable and diffable. Strings that could be read
-// back as something else (numbers, booleans, text with YAML punctuation such as
-// `${DATA}`) are double-quoted.
+// back as something else (numbers, booleans, null in any case such as NULL or
+// True, text with YAML punctuation such as `${DATA}`) are double-quoted, map
+// keys (batch field names) as well as values, so the output always parses
+// back to the same spec.
 #include <cctype>
 #include <string>
 
@@ -14,12 +16,21 @@
 namespace sluice::cli {
 namespace {
 
-bool PlainSafe(const std::string& s) {
-  if (s.empty()) return false;
-  if (s == "true" || s == "false" || s == "null" || s == "yes" || s == "no" || s == "on" ||
-      s == "off" || s == "~") {
-    return false;
+// Plain scalars YAML (1.1 or 1.2, as yaml-cpp reads them) would take for a
+// null, a bool or a number, in any case: NULL, Null, True, YES, .inf, ...
+bool YamlWord(const std::string& s) {
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const char* const kWords[] = {"null", "true", "false", "yes", "no",  "on",      "off",
+                                       "y",    "n",    "~",     "inf", "nan", "infinity"};
+  for (const char* w : kWords) {
+    if (lower == w) return true;
   }
+  return false;
+}
+
+bool PlainSafe(const std::string& s) {
+  if (s.empty() || YamlWord(s)) return false;
   if (!std::isalpha(static_cast<unsigned char>(s[0])) && s[0] != '_') return false;
   for (char c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-' &&
@@ -59,7 +70,7 @@ std::string Yaml(const ParamDef* def, const ParamValue& value) {
   if (const auto* s = std::get_if<std::string>(&value.value)) return Str(*s);
   if (const auto* m = std::get_if<std::map<std::string, std::string>>(&value.value)) {
     std::string out;
-    for (const auto& [k, v] : *m) out += (out.empty() ? "" : ", ") + k + ": " + Str(v);
+    for (const auto& [k, v] : *m) out += (out.empty() ? "" : ", ") + Str(k) + ": " + Str(v);
     return "{" + out + "}";
   }
   if (const auto* section = std::get_if<ParamList>(&value.value)) {

@@ -313,6 +313,11 @@ void SpecParser::ResolveBatch(const std::vector<bool>& dropped) {
     const std::string key = it->first.Scalar();
     if (fields.contains(key)) continue;
     const SourceMark km = r_.MarkOf(it->first, fields_entry_->value_mark);
+    if (!IsIdentifier(key)) {  // a field name is a key of every batch, in Python too
+      r_.Error(km, "batch field name " + Tick(key) + " is not valid",
+               "use letters, digits and `_`, starting with a letter or `_`, e.g. `image`");
+      continue;
+    }
     fields.emplace(key, std::pair{it->second.Scalar(), r_.MarkOf(it->second, km)});
     key_marks.emplace(key, km);
   }

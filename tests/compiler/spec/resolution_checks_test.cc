@@ -86,6 +86,21 @@ TEST(SpecResolution, OneGraphTensorFillsOneBatchField) {
             "");
 }
 
+TEST(SpecResolution, BatchFieldNamesAreIdentifiers) {
+  const std::string e =
+      Errors(Doc("  - decode_jpeg: {in: jpg, out: image}\n"
+                 "  - resize: {size: [32, 32]}\n",
+                 "{\"\": image, \"a: b\": cls, x.y: image}"));
+  EXPECT_EQ(e,
+            "t.yaml:7:27: error: batch field name `` is not valid\n"
+            "  hint: use letters, digits and `_`, starting with a letter or `_`, e.g. `image`\n"
+            "t.yaml:7:38: error: batch field name `a: b` is not valid\n"
+            "  hint: use letters, digits and `_`, starting with a letter or `_`, e.g. `image`\n"
+            "t.yaml:7:51: error: batch field name `x.y` is not valid\n"
+            "  hint: use letters, digits and `_`, starting with a letter or `_`, e.g. `image`\n")
+      << e;
+}
+
 TEST(SpecResolution, DecodesMustAgree) {
   const std::string e =
       Errors(Doc("  - decode_jpeg: {in: jpg, out: image}\n"
