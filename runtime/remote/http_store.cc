@@ -230,14 +230,18 @@ Status HttpStore::ReadRange(const std::string& url, uint64_t offset, uint64_t le
   if (length == 0) return Ok();
   const auto start = Clock::now();
   const auto deadline = After(options_.deadline_s);
-  const double hedge_delay = HedgeDelay();
+  // The hedge delay stands for small reads: a larger range is not hedged (a
+  // hedge would download it again), nor counted in the latencies the delay
+  // follows.
+  const bool hedged = length <= kMaxHedgedRangeBytes;
+  const double hedge_delay = hedged ? HedgeDelay() : 0;
   auto st = WithRetries(*target, "GET", deadline, [&](Clock::time_point dl) {
     return RunHedged(*target, offset, length, out, dl, hedge_delay);
   });
   if (!st) return st;
   const double latency = Since(start);
   all_latency_.Add(latency);
-  range_latency_.Add(latency);
+  if (hedged) range_latency_.Add(latency);
   return Ok();
 }
 

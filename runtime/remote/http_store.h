@@ -10,6 +10,7 @@
 //    full jitter; hedged range reads; counters and latency percentiles.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -18,6 +19,11 @@
 #include "runtime/remote/object_store.h"
 
 namespace sluice::runtime::remote {
+
+// Range reads up to this many bytes are hedged (RemoteOptions::hedge_delay_s);
+// larger ones (coalesced ranges) are not: the hedge delay follows the
+// latency of small reads, and a hedge downloads the range again.
+inline constexpr uint64_t kMaxHedgedRangeBytes = uint64_t{2} << 20;
 
 // Knobs that are not part of RemoteOptions (tests, tools).
 struct HttpStoreTuning {

@@ -184,12 +184,29 @@ std::string UrlDirectory(const std::string& url) {
 }
 
 Result<std::string> FetchObject(ObjectStore& store, const std::string& url) {
+  // A HEAD first: an absent object (an optional manifest) is a plain
+  // kNotFound, not a failed request in the store's stats.
   auto info = store.Stat(url);
   if (!info) return std::unexpected(info.error());
-  std::string bytes(info->size, '\0');
-  if (info->size > 0) {
-    SLUICE_RETURN_IF_ERROR(
-        store.ReadRange(url, 0, info->size, reinterpret_cast<uint8_t*>(bytes.data())));
+  std::string bytes;
+  bytes.reserve(info->size);
+  if (info->size == 0) return bytes;
+  // Streamed, never a range read: a whole index or manifest (megabytes) must
+  // not be hedged, which would download it again on a delay sized for small
+  // reads.
+  SLUICE_RETURN_IF_ERROR(store.Stream(url, [&](const uint8_t* data, size_t size) -> Status {
+    if (bytes.size() + size > info->size) {
+      return MakeError(ErrorCode::kCorruptData, "'" + RedactUrl(url) + "' is longer than the " +
+                                                    std::to_string(info->size) +
+                                                    " bytes it had: it changed while being read");
+    }
+    bytes.append(reinterpret_cast<const char*>(data), size);
+    return Ok();
+  }));
+  if (bytes.size() != info->size) {
+    return MakeError(ErrorCode::kCorruptData,
+                     "'" + RedactUrl(url) + "' has " + std::to_string(bytes.size()) +
+                         " bytes, not the " + std::to_string(info->size) + " it had");
   }
   return bytes;
 }

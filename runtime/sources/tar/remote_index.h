@@ -46,7 +46,9 @@ namespace sluice::runtime::tar {
 Result<std::vector<remote::ObjectInfo>> ResolveShardUrls(remote::ObjectStore& store,
                                                          const std::string& pattern);
 
-// The whole object `url` (for indexes and manifests). Errors: the store's.
+// The whole object `url` (for indexes and manifests): its size (Stat), then
+// one stream (ObjectStore::Stream, resumed but never hedged). Errors: the
+// store's; kCorruptData when the object's size changed meanwhile.
 Result<std::string> FetchObject(remote::ObjectStore& store, const std::string& url);
 
 // How a shard being indexed is fetched: with `cache` null, streamed into a

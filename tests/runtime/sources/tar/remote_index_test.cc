@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -103,7 +104,13 @@ TEST(RemoteTarShards, IndexAndManifestBesideTheShardsAreFetched) {
   ASSERT_TRUE(url.has_value()) << url.error().ToString();
   EXPECT_FALSE((*url)->index_built());
   EXPECT_EQ((*url)->index_path(), "file://" + data.string() + "/index.sluice");
-  EXPECT_EQ(store->streams.load(), 0);
+  // Only the index and the manifest were streamed (whole, unhedged): no shard
+  // had to be scanned.
+  std::vector<std::string> streamed = store->Streamed();
+  std::sort(streamed.begin(), streamed.end());
+  EXPECT_EQ(streamed, (std::vector<std::string>{"file://" + data.string() + "/index.sluice",
+                                                "file://" + data.string() + "/manifest.json"}));
+  EXPECT_EQ(store->range_reads.load(), 0);
   EXPECT_EQ((*url)->class_names(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ((*url)->size(), 6u);
   EXPECT_EQ(Contents(**url, 4), "img-1-1");
