@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -61,20 +62,19 @@ std::string Sha256Hex(std::string_view text) {
   return HexDigest(digest, length);
 }
 
-// The PID in a partial file's name (".partial-PID-N"), or -1.
-pid_t PartialOwner(std::string_view name) {
-  name.remove_prefix(kPartialPrefix.size());
-  const size_t dash = name.find('-');
-  if (dash == std::string_view::npos || dash == 0) return -1;
-  pid_t pid = 0;
-  for (char c : name.substr(0, dash)) {
-    if (c < '0' || c > '9') return -1;
-    pid = pid * 10 + (c - '0');
-  }
-  return pid;
+// True when no process is downloading into the partial file at `path`: its
+// downloader holds LOCK_EX on it from creation to rename, and the kernel
+// releases that lock when the downloader dies, whatever PID namespace it ran
+// in (a PID in the name is for people only: containers sharing the directory
+// may reuse each other's PIDs). Removes the file then.
+bool RemoveIfAbandoned(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  const bool abandoned = Flock(fd, LOCK_EX | LOCK_NB) == 0;
+  if (abandoned) ::unlink(path.c_str());
+  ::close(fd);
+  return abandoned;
 }
-
-bool ProcessIsGone(pid_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
 
 struct DirEntry {
   std::string name;
@@ -84,7 +84,7 @@ struct DirEntry {
 };
 
 // The cache directory's entries (*.shard) and the bytes of live partial
-// downloads; removes partial files whose process is gone.
+// downloads; with clean_partials, removes partial files no process holds.
 Result<std::vector<DirEntry>> ScanDir(const std::string& dir, uint64_t* partial_bytes,
                                       bool clean_partials) {
   DIR* d = ::opendir(dir.c_str());
@@ -100,9 +100,7 @@ Result<std::vector<DirEntry>> ScanDir(const std::string& dir, uint64_t* partial_
     struct stat st;
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     if (is_partial) {
-      if (clean_partials && ProcessIsGone(PartialOwner(name))) {
-        ::unlink(path.c_str());
-      } else {
+      if (!clean_partials || !RemoveIfAbandoned(path)) {
         *partial_bytes += static_cast<uint64_t>(st.st_size);
       }
       continue;
@@ -141,7 +139,40 @@ Status WriteAll(int fd, const uint8_t* data, size_t size, uint64_t offset) {
   return {};
 }
 
+// Errors that mean the cache's disk cannot take a shard now (full, over
+// quota, over the file size limit, read-only): the shard is read without it.
+bool IsNoSpace(int err) { return err == ENOSPC || err == EDQUOT || err == EFBIG || err == EROFS; }
+
+std::atomic<int> fail_reservations{0};  // ShardCache::FailReservationsForTest
+
+// Allocates `size` bytes of `fd` on disk (so that writing them cannot run out
+// of space). Returns 0 or an errno value.
+int Reserve(int fd, uint64_t size) {
+  if (const int err = fail_reservations.load()) return err;
+  if (size == 0) return 0;
+  int err;
+  do {
+    err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+  } while (err == EINTR);
+  return err;
+}
+
+std::string RandomTag() {
+  std::random_device random;
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", static_cast<unsigned>(random()));
+  return text;
+}
+
 }  // namespace
+
+void ShardCache::FailReservationsForTest(int err) { fail_reservations.store(err); }
+
+ShardCache::ShardCache(std::string dir, uint64_t max_bytes, double lock_wait_s)
+    : dir_(std::move(dir)),
+      max_bytes_(max_bytes),
+      lock_wait_s_(lock_wait_s),
+      partial_tag_(RandomTag()) {}
 
 CachedShard::CachedShard(CachedShard&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
@@ -254,10 +285,18 @@ Result<std::unique_ptr<ShardCache>> ShardCache::Open(const std::string& dir, uin
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return std::unexpected(IoError("cannot create '" + dir + "'", ec.value()).error());
-  if (::access(dir.c_str(), W_OK) != 0) {
-    return std::unexpected(IoError("cannot write to '" + dir + "'", errno).error());
-  }
   std::unique_ptr<ShardCache> cache(new ShardCache(dir, max_bytes, lock_wait_s));
+  if (::access(dir.c_str(), W_OK) != 0) {
+    if (errno != EROFS && errno != EACCES && errno != EPERM) {
+      return std::unexpected(IoError("cannot write to '" + dir + "'", errno).error());
+    }
+    // Shards already there are still read; the others pass through.
+    log::Warn("shard cache", "cannot write to '" + dir + "': " + std::strerror(errno) +
+                                 ": using only the shards already there, reading the others "
+                                 "without the cache");
+    cache->writable_ = false;
+    return cache;
+  }
   auto lock = cache->Lock(dir + "/.lock");
   if (!lock) return std::unexpected(lock.error());
   uint64_t partial_bytes = 0;
@@ -319,19 +358,73 @@ Status ShardCache::ReserveAndCreate(uint64_t need, int* fd, std::string* partial
     }
   }
   if (used + need > max_bytes_) return {};  // held entries fill the budget: pass-through
-  *partial = std::string(kPartialPrefix) + std::to_string(::getpid()) + "-" +
-             std::to_string(partial_counter_.fetch_add(1));
-  const std::string path = dir_ + "/" + *partial;
-  const int created = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (created < 0) return IoError("cannot create '" + path + "'", errno);
-  if (::ftruncate(created, static_cast<off_t>(need)) != 0) {
-    const int err = errno;
+  return CreatePartial(need, fd, partial);
+}
+
+Status ShardCache::CreatePartial(uint64_t need, int* fd, std::string* partial) {
+  // Unique across processes even when they share PIDs (containers): the
+  // name carries this cache's random tag, and O_EXCL catches the rest.
+  int created = -1;
+  std::string path;
+  for (int attempt = 0; created < 0; ++attempt) {
+    *partial = std::string(kPartialPrefix) + std::to_string(::getpid()) + "-" + partial_tag_ + "-" +
+               std::to_string(partial_counter_.fetch_add(1));
+    path = dir_ + "/" + *partial;
+    created = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (created >= 0 || (errno == EEXIST && attempt < 100)) continue;
+    if (IsNoSpace(errno)) {
+      NoSpace("cannot create '" + path + "'", errno);
+      return {};
+    }
+    return IoError("cannot create '" + path + "'", errno);
+  }
+  // Held from creation (under the directory lock, so no cleaner sees the file
+  // unlocked) until the rename: a cleaner removes only partials it can lock.
+  if (const int err = Flock(created, LOCK_EX | LOCK_NB); err != 0) {
     ::close(created);
     ::unlink(path.c_str());
+    return IoError("cannot lock '" + path + "'", err);
+  }
+  if (const int err = Reserve(created, need); err != 0) {
+    ::close(created);
+    ::unlink(path.c_str());
+    if (IsNoSpace(err)) {
+      NoSpace("cannot reserve " + std::to_string(need) + " bytes in '" + dir_ + "'", err);
+      return {};
+    }
     return IoError("cannot reserve " + std::to_string(need) + " bytes in '" + path + "'", err);
   }
   *fd = created;
   return {};
+}
+
+void ShardCache::NoSpace(const std::string& what, int err, bool count) {
+  if (count) no_space_.fetch_add(1, std::memory_order_relaxed);
+  if (!space_warned_.exchange(true)) {
+    log::Warn("shard cache", what + ": " + std::strerror(err) +
+                                 ": reading such shards without the cache (counted in "
+                                 "stats.no_space; warned once)");
+  }
+}
+
+Result<int> ShardCache::PassThroughFile(uint64_t size) {
+  // An unlinked file in the cache directory, its whole size reserved; where
+  // the directory's disk refuses the space (or the file), memory instead.
+  if (writable_) {
+    const int fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    const int err = fd < 0 ? errno : Reserve(fd, size);
+    if (err == 0) return fd;
+    if (fd >= 0) ::close(fd);
+    if (IsNoSpace(err)) {
+      NoSpace("cannot reserve " + std::to_string(size) + " bytes in '" + dir_ + "'", err,
+              /*count=*/false);  // the shard was counted when its cache file was refused
+    }
+  }
+  const int fd = ::memfd_create("sluice-shard", MFD_CLOEXEC);
+  if (fd < 0) {
+    return std::unexpected(IoError("cannot create a pass-through file in memory", errno).error());
+  }
+  return fd;
 }
 
 Result<CachedShard> ShardCache::Download(const std::string& key, const std::string& name,
@@ -344,8 +437,9 @@ Result<CachedShard> ShardCache::Download(const std::string& key, const std::stri
   }
   const bool kept = fd >= 0;
   if (!kept) {
-    fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) return std::unexpected(IoError("cannot create a pass-through file", errno).error());
+    auto file = PassThroughFile(expected_size);
+    if (!file) return std::unexpected(file.error());
+    fd = *file;
     passthrough_.fetch_add(1, std::memory_order_relaxed);
   }
   const std::string partial_path = kept ? dir_ + "/" + partial : "";
@@ -398,9 +492,6 @@ Result<CachedShard> ShardCache::Download(const std::string& key, const std::stri
   bytes_written_.fetch_add(written, std::memory_order_relaxed);
   if (!kept) return out;
   if (::fdatasync(fd) != 0) return discard(IoError("cannot sync '" + partial_path + "'", errno));
-  if (const int err = Flock(fd, LOCK_SH); err != 0) {
-    return discard(IoError("cannot lock '" + partial_path + "'", err));
-  }
   // Under the directory lock, so that UsedBytes never sees the shard twice.
   auto lock = Lock(dir_ + "/.lock");
   if (!lock) return discard(std::unexpected(lock.error()));
@@ -408,6 +499,11 @@ Result<CachedShard> ShardCache::Download(const std::string& key, const std::stri
     ::unlink(partial_path.c_str());
     passthrough_.fetch_add(1, std::memory_order_relaxed);
     return std::move(out).AsPassThrough();
+  }
+  // The exclusive lock becomes the shared one that pins the entry. flock
+  // converts by unlocking first: safe here, as cleaners hold the directory lock.
+  if (const int err = Flock(fd, LOCK_SH); err != 0) {
+    return discard(IoError("cannot lock '" + partial_path + "'", err));
   }
   if (::rename(partial_path.c_str(), out.path().c_str()) != 0) {
     return discard(IoError("cannot rename '" + partial_path + "'", errno));
@@ -423,6 +519,10 @@ Result<CachedShard> ShardCache::Acquire(const std::string& key, uint64_t expecte
   if (!held || found) {
     if (found) hits_.fetch_add(1, std::memory_order_relaxed);
     return held;
+  }
+  if (!writable_) {  // a read-only directory: hits only
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    return Download(key, name, expected_size, expected_sha256, fetch, /*keep=*/false);
   }
   // One download per key across processes: the lock holder downloads, the
   // others wait here and then find its entry.
@@ -442,12 +542,16 @@ Result<CachedShard> ShardCache::Acquire(const std::string& key, uint64_t expecte
 }
 
 Result<uint64_t> ShardCache::UsedBytes() const {
-  auto lock = Lock(dir_ + "/.lock");
-  if (!lock) return std::unexpected(lock.error());
-  if (!*lock) {
-    return MakeError(ErrorCode::kIo, "shard cache: '" + dir_ +
-                                         "/.lock' was held by another process for more than " +
-                                         SecondsText(lock_wait_s_));
+  std::optional<LockFile> held;  // none in a read-only directory: nothing changes there
+  if (writable_) {
+    auto lock = Lock(dir_ + "/.lock");
+    if (!lock) return std::unexpected(lock.error());
+    if (!*lock) {
+      return MakeError(ErrorCode::kIo, "shard cache: '" + dir_ +
+                                           "/.lock' was held by another process for more than " +
+                                           SecondsText(lock_wait_s_));
+    }
+    held.emplace(std::move(**lock));
   }
   uint64_t used = 0;
   auto entries = ScanDir(dir_, &used, /*clean_partials=*/false);
@@ -463,7 +567,8 @@ ShardCacheStats ShardCache::stats() const {
                          evictions_.load(),
                          checksum_failures_.load(),
                          passthrough_.load(),
-                         lock_timeouts_.load()};
+                         lock_timeouts_.load(),
+                         no_space_.load()};
 }
 
 }  // namespace sluice::runtime::remote

@@ -7,7 +7,8 @@
 //                         digits of SHA-256 of the key, the shard's URL: a URL
 //                         is never used as a path)
 //   HASH.lock             per-key download lock (empty; flock)
-//   .partial-PID-N        a download in progress (never under the final name)
+//   .partial-PID-TAG-N    a download in progress (never under the final name;
+//                         TAG is random per ShardCache, PID for people only)
 //   .lock                 the directory lock (flock), held while making room
 //
 // Contracts:
@@ -27,7 +28,17 @@
 //    downloaded into an unlinked file that no other process sees (a
 //    pass-through: read once, never kept; counted in stats.passthrough).
 //  - Partial files left by a process that died are removed by the next Open
-//    or eviction in any process.
+//    or eviction in any process. A downloader holds flock LOCK_EX on its
+//    partial file from creation to rename; a cleaner removes only a partial
+//    it can lock (the kernel drops a dead process's lock), never judging by
+//    the PID in the name (processes in other PID namespaces share PIDs).
+//  - A disk that refuses the space (each download reserves its whole size
+//    with posix_fallocate first: ENOSPC, EDQUOT, EFBIG; EROFS) makes that
+//    shard a pass-through, with one warning (stats.no_space). Pass-through
+//    files are unlinked files in the directory, or in memory (memfd) when the
+//    directory's disk refuses them too. A directory that cannot be written at
+//    Open (read-only, no permission) gives a cache that only reads the entries
+//    already there: every miss is a pass-through (one warning).
 //  - Hits trust the cached bytes (they were verified when written); an entry
 //    whose size no longer matches the expected size is replaced.
 //  - Waits for other processes are bounded: a lock (another process's
@@ -64,6 +75,8 @@ struct ShardCacheStats {
   uint64_t checksum_failures = 0;  // downloads whose size or SHA-256 did not match
   uint64_t passthrough = 0;        // downloads that could not be kept (see above)
   uint64_t lock_timeouts = 0;      // waits for another process past lock_wait_s
+  uint64_t no_space = 0;           // shards read past the cache because its disk refused their
+                                   // file (ENOSPC, EDQUOT, EFBIG, EROFS); also in passthrough
 };
 
 // A shard held open for reading: the file stays readable through fd() for
@@ -100,7 +113,9 @@ class ShardCache {
  public:
   // Creates `dir` (and its parents) when missing and removes partial files
   // left by dead processes. Errors: kInvalidArgument (max_bytes 0, empty
-  // dir), kIo (cannot create or write the directory). lock_wait_s bounds
+  // dir), kIo (cannot create the directory). A directory that exists but
+  // cannot be written (EROFS, EACCES) is not an error: the cache then only
+  // reads entries already there (see the file comment). lock_wait_s bounds
   // every wait for another process's lock (see the file comment).
   static Result<std::unique_ptr<ShardCache>> Open(const std::string& dir, uint64_t max_bytes,
                                                   double lock_wait_s = kDefaultLockWaitS);
@@ -135,9 +150,12 @@ class ShardCache {
   static std::string EntryName(const std::string& key);
   static std::string KeyLockName(const std::string& key);
 
+  // Tests only: every later space reservation (posix_fallocate) in any
+  // ShardCache of this process fails with `err` (0 restores the real call).
+  static void FailReservationsForTest(int err);
+
  private:
-  ShardCache(std::string dir, uint64_t max_bytes, double lock_wait_s)
-      : dir_(std::move(dir)), max_bytes_(max_bytes), lock_wait_s_(lock_wait_s) {}
+  ShardCache(std::string dir, uint64_t max_bytes, double lock_wait_s);
   // Opens and pins HASH.shard when it exists with `size` bytes; an empty
   // result when it does not (or was replaced while pinning).
   Result<CachedShard> OpenEntry(const std::string& name, uint64_t size, bool* found);
@@ -145,6 +163,13 @@ class ShardCache {
   // creates a partial file reserving them. Returns its descriptor and name,
   // or fd -1 when the room cannot be made (pass-through).
   Status ReserveAndCreate(uint64_t need, int* fd, std::string* partial);
+  // Creates, locks (LOCK_EX) and reserves a partial file of `need` bytes;
+  // fd -1 when the disk refuses the space (counted, warned once).
+  Status CreatePartial(uint64_t need, int* fd, std::string* partial);
+  // A file for a pass-through download of `size` bytes (see the file comment).
+  Result<int> PassThroughFile(uint64_t size);
+  // Warns the first time the disk refuses space; `count`: in stats.no_space.
+  void NoSpace(const std::string& what, int err, bool count = true);
   // keep = false downloads a pass-through without trying to reserve room.
   Result<CachedShard> Download(const std::string& key, const std::string& name,
                                uint64_t expected_size, const std::string& expected_sha256,
@@ -161,9 +186,12 @@ class ShardCache {
   std::string dir_;
   uint64_t max_bytes_;
   double lock_wait_s_;
+  std::string partial_tag_;  // random, in this cache's partial file names
+  bool writable_ = true;     // false: a read-only directory (hits only)
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> space_warned_{false};
   std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_written_{0}, evictions_{0},
-      checksum_failures_{0}, passthrough_{0};
+      checksum_failures_{0}, passthrough_{0}, no_space_{0};
   mutable std::atomic<uint64_t> lock_timeouts_{0};
   // Lock paths whose last wait timed out (tried without waiting until got).
   mutable std::mutex held_mutex_;

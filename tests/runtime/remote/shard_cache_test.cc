@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -205,20 +207,204 @@ TEST(ShardCacheTest, ShardLargerThanTheCachePassesThrough) {
   EXPECT_EQ(*(*cache)->UsedBytes(), 0u);
 }
 
-TEST(ShardCacheTest, OpenRemovesPartialFilesOfDeadProcesses) {
+// A child process that holds LOCK_EX on `path` (as a downloader holds its
+// partial file) until destroyed.
+class LockingChild {
+ public:
+  explicit LockingChild(const std::string& path) {
+    int ready[2], release[2];
+    EXPECT_EQ(::pipe(ready), 0);
+    EXPECT_EQ(::pipe(release), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(ready[0]);
+      ::close(release[1]);  // so that the read below ends when the parent closes its end
+      const int fd = ::open(path.c_str(), O_RDWR);
+      const char ok = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0 ? '1' : '0';
+      (void)!::write(ready[1], &ok, 1);
+      char byte;
+      (void)!::read(release[0], &byte, 1);  // until the parent closes it
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(release[0]);
+    release_ = release[1];
+    char ok = '0';
+    EXPECT_EQ(::read(ready[0], &ok, 1), 1);
+    EXPECT_EQ(ok, '1') << "the child could not lock " << path;
+    ::close(ready[0]);
+  }
+  ~LockingChild() {
+    ::close(release_);
+    ::waitpid(pid_, nullptr, 0);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int release_ = -1;
+};
+
+// Whether a partial file is abandoned is judged by its lock, not by the PID in
+// its name: a loader in another PID namespace (a container sharing the
+// directory) may carry any PID, dead or reused here.
+TEST(ShardCacheTest, OpenRemovesOnlyPartialFilesNoProcessHolds) {
   TempDir tmp;
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ASSERT_GT(child, 0);
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);
-  tmp.Write(".partial-" + std::to_string(child) + "-0", std::string(64, 'x'));
-  tmp.Write(".partial-" + std::to_string(::getpid()) + "-99", std::string(10, 'y'));
+  const std::string dead = ".partial-" + std::to_string(child) + "-0";
+  const std::string unlocked = ".partial-" + std::to_string(::getpid()) + "-98";
+  const std::string live = ".partial-" + std::to_string(child) + "-99";
+  tmp.Write(dead, std::string(64, 'x'));
+  tmp.Write(unlocked, std::string(32, 'z'));
+  const std::string live_path = tmp.Write(live, std::string(10, 'y'));
+  LockingChild downloader(live_path);  // its PID in the name is of no process here
   auto cache = ShardCache::Open(tmp.path().string(), 1000);
   ASSERT_TRUE(cache);
-  EXPECT_FALSE(fs::exists(tmp.path() / (".partial-" + std::to_string(child) + "-0")));
-  // A live process's download stays, and counts against the budget.
-  EXPECT_TRUE(fs::exists(tmp.path() / (".partial-" + std::to_string(::getpid()) + "-99")));
+  EXPECT_FALSE(fs::exists(tmp.path() / dead));
+  EXPECT_FALSE(fs::exists(tmp.path() / unlocked));  // a live PID does not keep it
+  // A download in progress stays, and counts against the budget.
+  EXPECT_TRUE(fs::exists(live_path));
   EXPECT_EQ(*(*cache)->UsedBytes(), 10u);
+  // Eviction's scan spares it too, while the process holds it.
+  const auto bytes = ShardBytes("k", 100);
+  ASSERT_TRUE(AcquireBytes(**cache, "k", bytes, nullptr));
+  EXPECT_TRUE(fs::exists(live_path));
+}
+
+// Opens the cache at `dir` in a child process (which cleans abandoned partial
+// files) and returns 0 when one partial file is still there after it.
+int RunInChildrenForScan(const std::string& dir) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!ShardCache::Open(dir, 1 << 20)) ::_exit(2);
+    int partials = 0;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      partials += e.path().filename().string().starts_with(".partial-");
+    }
+    ::_exit(partials == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+}
+
+// The cache's own downloads hold their partial file locked: another cache
+// scanning the directory mid-download leaves it alone.
+TEST(ShardCacheTest, AnotherCacheScanningMidDownloadLeavesThePartialFile) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20);
+  ASSERT_TRUE(cache);
+  const auto bytes = ShardBytes("s3://b/slow.tar", 1000);
+  bool scanned = false;
+  auto held = (*cache)->Acquire("s3://b/slow.tar", bytes.size(), Sha256Hex(bytes),
+                                [&](const ObjectStore::Sink& sink) -> Status {
+                                  if (auto st = sink(bytes.data(), 500); !st) return st;
+                                  // A second loader opens the directory (in a child: its own
+                                  // locks).
+                                  const int ok = RunInChildrenForScan(tmp.path().string());
+                                  scanned = ok == 0;
+                                  return sink(bytes.data() + 500, 500);
+                                });
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_TRUE(scanned);
+  EXPECT_TRUE(held->kept());
+  EXPECT_EQ(ReadAll(*held), bytes);
+}
+
+// A disk that refuses the space (full, over quota, over the file size limit)
+// reads the shard without the cache (in memory when the directory cannot hold
+// even a pass-through file), counted; the cache is used again once it can be.
+TEST(ShardCacheTest, ADiskWithoutSpaceReadsTheShardPastTheCache) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20);
+  ASSERT_TRUE(cache);
+  for (int err : {ENOSPC, EDQUOT, EFBIG}) {
+    ShardCache::FailReservationsForTest(err);
+    const std::string key = "s3://b/full-" + std::to_string(err) + ".tar";
+    const auto bytes = ShardBytes(key, 5000);
+    auto held = AcquireBytes(**cache, key, bytes, nullptr);
+    ShardCache::FailReservationsForTest(0);
+    ASSERT_TRUE(held) << held.error().message;
+    EXPECT_FALSE(held->kept());
+    EXPECT_EQ(ReadAll(*held), bytes);
+  }
+  EXPECT_EQ((*cache)->stats().no_space, 3u);
+  EXPECT_EQ((*cache)->stats().passthrough, 3u);
+  EXPECT_TRUE(OddFiles(tmp.path()).empty());  // no partial file left behind
+  EXPECT_EQ(*(*cache)->UsedBytes(), 0u);
+  const auto bytes = ShardBytes("s3://b/later.tar", 5000);
+  auto held = AcquireBytes(**cache, "s3://b/later.tar", bytes, nullptr);
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_TRUE(held->kept());
+}
+
+// The real limit, not the hook: a process over RLIMIT_FSIZE gets EFBIG from
+// the reservation before a byte is downloaded, and the shard is not failed.
+TEST(ShardCacheTest, AFileSizeLimitBelowTheShardIsRefusedBeforeTheDownload) {
+  TempDir tmp;
+  const std::string dir = tmp.path().string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    auto cache = ShardCache::Open(dir, 1 << 20);
+    const struct rlimit limit = {4096, 4096};
+    if (!cache || ::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(2);
+    const auto bytes = ShardBytes("k", 3000);
+    std::atomic<int> calls{0};
+    // Within the limit: cached. Past it: refused at reservation, never
+    // half-written; the pass-through file (also over the limit) is refused
+    // too, so this one fails, but as kIo naming the limit's error, no hang.
+    auto small = AcquireBytes(**cache, "small", bytes, &calls);
+    if (!small || !small->kept()) ::_exit(3);
+    auto big = (*cache)->Acquire("big", 8000, "", [](const ObjectStore::Sink&) -> Status {
+      return MakeError(ErrorCode::kIo, "not fetched");
+    });
+    const bool refused_first = (*cache)->stats().no_space >= 1;
+    ::_exit(refused_first && !big ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(OddFiles(dir).empty());
+}
+
+// A cache directory that cannot be written is no error: the shards already
+// there are read, the others pass through.
+TEST(ShardCacheTest, AReadOnlyDirectoryServesItsEntriesAndPassesTheRestThrough) {
+  TempDir tmp;
+  const std::string dir = (tmp.path() / "ro").string();
+  const auto cached = ShardBytes("s3://b/cached.tar", 2000);
+  {
+    auto cache = ShardCache::Open(dir, 1 << 20);
+    ASSERT_TRUE(cache);
+    ASSERT_TRUE(AcquireBytes(**cache, "s3://b/cached.tar", cached, nullptr));
+  }
+  ::chmod(tmp.path().c_str(), 0755);
+  ::chmod(dir.c_str(), 0555);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // not root (root writes anyway): nobody
+    if (::geteuid() == 0 && ::setuid(65534) != 0) ::_exit(77);
+    auto cache = ShardCache::Open(dir, 1 << 20);
+    if (!cache) ::_exit(2);
+    std::atomic<int> calls{0};
+    auto hit = AcquireBytes(**cache, "s3://b/cached.tar", cached, &calls);
+    if (!hit || !hit->kept() || ReadAll(*hit) != cached || calls != 0) ::_exit(3);
+    const auto other = ShardBytes("s3://b/other.tar", 2000);
+    auto miss = AcquireBytes(**cache, "s3://b/other.tar", other, &calls);
+    if (!miss || miss->kept() || ReadAll(*miss) != other || calls != 1) ::_exit(4);
+    auto used = (*cache)->UsedBytes();
+    ::_exit(used && *used == 2000 ? 0 : 5);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::chmod(dir.c_str(), 0755);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot drop root";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(OddFiles(dir), std::vector<std::string>{});
 }
 
 // Holds an exclusive flock on `path` through its own open file description,
