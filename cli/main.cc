@@ -1,6 +1,7 @@
 // `sluice`: the command-line entry point. Dispatches to one function per verb
 // (cli.h); `sluice help` lists them.
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <string>
 
@@ -100,7 +101,8 @@ commands:
 environment: SLUICE_LOG=debug|info|warn sets which log lines go to stderr
   (default info). Progress bars are drawn only when stderr is a terminal.
 
-exit status: 0 ok, 1 errors in the spec (or the plan), 2 usage error or not implemented.
+exit status: 0 ok, 1 errors in the spec (or the plan), 2 usage error or not implemented,
+  70 an internal error (a bug in sluice: please report it).
 )";
 }
 
@@ -112,16 +114,8 @@ int Verify(const Args& args);   // cli/verify_command.cc
 int Pack(const Args& args);     // cli/pack_command.cc
 int Inspect(const Args& args);  // cli/inspect_command.cc
 
-}  // namespace sluice::cli
-
-int main(int argc, char** argv) {
-  using namespace sluice::cli;
-  sluice::log::CurrentLevel();  // reads SLUICE_LOG now: a bad value is reported once, up front
-  Args args(argv + 1, argv + argc);
-  if (args.empty()) {
-    std::cerr << UsageText();
-    return 2;
-  }
+// The command `args` names; its exit code.
+int Dispatch(const Args& args) {
   std::string verb = args.front();
   Args rest(args.begin() + 1, args.end());
   if (verb == "help" || verb == "--help" || verb == "-h") {
@@ -146,4 +140,27 @@ int main(int argc, char** argv) {
   return UsageError(
       "unknown command `" + verb +
       "`; commands: compile, run, profile, tune, pack, inspect, verify, schema, ops, passes, help");
+}
+
+}  // namespace sluice::cli
+
+int main(int argc, char** argv) {
+  using namespace sluice::cli;
+  sluice::log::CurrentLevel();  // reads SLUICE_LOG now: a bad value is reported once, up front
+  Args args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << UsageText();
+    return 2;
+  }
+  // Errors are values; an exception reaching here is a bug in Sluice, and
+  // says so with its text rather than aborting.
+  try {
+    return Dispatch(args);
+  } catch (const std::exception& e) {
+    std::cerr << "sluice: internal error: " << e.what()
+              << "\nhint: this is a bug in sluice; please report it with the command\n";
+  } catch (...) {
+    std::cerr << "sluice: internal error: an unknown exception\n";
+  }
+  return 70;  // EX_SOFTWARE
 }

@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -122,17 +123,24 @@ struct RunArgs {
 // error (already printed).
 int ParseRunArgs(const Args& args, RunArgs& out) {
   LoaderOptions& o = out.options;
-  // Integer flags: name, smallest value, where the value goes.
-  const std::vector<std::tuple<const char*, int64_t, std::function<void(int64_t)>>> int_flags = {
-      {"--batches", 1, [&](int64_t n) { out.batches = n; }},
-      {"--epochs", 1, [&](int64_t n) { out.epochs = n; }},
-      {"--threads", 1, [&](int64_t n) { o.threads = static_cast<int>(n); }},
-      {"--prefetch", 1, [&](int64_t n) { o.prefetch = static_cast<int>(n); }},
-      {"--in-flight", 1, [&](int64_t n) { o.in_flight = static_cast<int>(n); }},
-      {"--rank", 0, [&](int64_t n) { o.rank = static_cast<int>(n); }},
-      {"--world-size", 1, [&](int64_t n) { o.world_size = static_cast<int>(n); }},
-      {"--seed", 0, [&](int64_t n) { o.seed = static_cast<uint64_t>(n); }},
-  };
+  // Integer flags: name, smallest and largest value, where the value goes
+  // (the bounds keep every narrowing exact, and batches * epochs in range).
+  constexpr int64_t kMaxCount = 1'000'000'000, kMaxInt = std::numeric_limits<int>::max();
+  const std::vector<std::tuple<const char*, int64_t, int64_t, std::function<void(int64_t)>>>
+      int_flags = {
+          {"--batches", 1, kMaxCount, [&](int64_t n) { out.batches = n; }},
+          {"--epochs", 1, kMaxCount, [&](int64_t n) { out.epochs = n; }},
+          {"--threads", 1, LoaderOptions::kMaxThreads,
+           [&](int64_t n) { o.threads = static_cast<int>(n); }},
+          {"--prefetch", 1, LoaderOptions::kMaxPrefetch,
+           [&](int64_t n) { o.prefetch = static_cast<int>(n); }},
+          {"--in-flight", 1, LoaderOptions::kMaxInFlight,
+           [&](int64_t n) { o.in_flight = static_cast<int>(n); }},
+          {"--rank", 0, kMaxInt - 1, [&](int64_t n) { o.rank = static_cast<int>(n); }},
+          {"--world-size", 1, kMaxInt, [&](int64_t n) { o.world_size = static_cast<int>(n); }},
+          {"--seed", 0, std::numeric_limits<int64_t>::max(),
+           [&](int64_t n) { o.seed = static_cast<uint64_t>(n); }},
+      };
   // FILE flags: name, where the path goes.
   const std::vector<std::pair<const char*, std::string*>> file_flags = {
       {"--bad-samples", &out.bad_samples_path},
@@ -142,13 +150,13 @@ int ParseRunArgs(const Args& args, RunArgs& out) {
   // The table flag at args[i] (advancing i): -1 when it is none of them, else
   // 0 or a usage error's exit code.
   auto take_table_flag = [&](size_t& i) -> int {
-    for (const auto& [flag, min, set] : int_flags) {
+    for (const auto& [flag, min, max, set] : int_flags) {
       if (!TakeValue(args, i, flag, value, error)) continue;
       if (!error.empty()) return UsageError(error);
       int64_t n = 0;
-      if (!ParseInt(value, n) || n < min) {
-        return UsageError(std::string(flag) + " needs an integer >= " + std::to_string(min) +
-                          ", got `" + value + "`");
+      if (!ParseInt(value, n) || n < min || n > max) {
+        return UsageError(std::string(flag) + " needs an integer from " + std::to_string(min) +
+                          " to " + std::to_string(max) + ", got `" + value + "`");
       }
       set(n);
       return 0;

@@ -254,12 +254,15 @@ const std::vector<ParamDef>& OutputParams() {
     };
     ParamList on_error_default;
     for (const ParamDef& f : on_error_fields) on_error_default[f.name] = *f.default_value;
-    auto knob = [](std::string name, std::string doc) {
+    // The maxima are LoaderOptions::kMaxThreads, kMaxPrefetch, kMaxInFlight
+    // (include/sluice/loader.h), which the loader checks again.
+    auto knob = [](std::string name, std::string doc, double max) {
       return ParamDef{.name = std::move(name),
                       .type = ParamType::kAutoInt,
                       .doc = std::move(doc),
                       .default_value = VInt(-1),
-                      .min = 1};
+                      .min = 1,
+                      .max = max};
     };
     return std::vector<ParamDef>{
         ParamDef{.name = "device",
@@ -267,13 +270,16 @@ const std::vector<ParamDef>& OutputParams() {
                  .doc = "Where batches are delivered and GPU stages run: auto (cost model "
                         "decides), cpu, cuda or cuda:N.",
                  .default_value = VStr("auto")},
-        knob("cpu_budget", "CPU cores the loader may use; auto leaves the rest to the trainer."),
+        knob("cpu_budget", "CPU cores the loader may use; auto leaves the rest to the trainer.",
+             4096),
         knob("threads",
              "Worker threads; auto lets the tuner pick within cpu_budget, else one per "
              "CPU this process may use (its CPU affinity, capped by its cgroup's CPU "
-             "quota)."),
-        knob("prefetch", "Finished batches queued ahead of the trainer; auto tunes it."),
-        knob("in_flight", "Samples being processed at once (bounds memory); auto tunes it."),
+             "quota).",
+             4096),
+        knob("prefetch", "Finished batches queued ahead of the trainer; auto tunes it.", 1024),
+        knob("in_flight", "Samples being processed at once (bounds memory); auto tunes it.",
+             65536),
         ParamDef{.name = "ordering",
                  .type = ParamType::kEnum,
                  .doc = "strict: batches in sampling order; relaxed: a batch may be delivered "

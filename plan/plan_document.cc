@@ -1,8 +1,11 @@
 // PlanDocument <-> plan.json (see plan_document.h; keys in docs/plan.md).
 #include "plan/plan_document.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "ops/fusion/plan_format.h"
@@ -208,7 +211,10 @@ class Reader {
     d.info = t;
     auto knob = [&](const char* name) {
       d.info.erase(name);
-      return t.contains(name) && t[name].is_number_integer() ? t[name].get<int>() : -1;
+      if (!t.contains(name) || !t[name].is_number_integer()) return -1;
+      // Saturated, not wrapped: the loader refuses values above its maxima.
+      const int64_t v = t[name].get<int64_t>();
+      return static_cast<int>(std::clamp<int64_t>(v, -1, std::numeric_limits<int>::max()));
     };
     d.threads = knob("threads");
     d.in_flight = knob("in_flight");
@@ -402,13 +408,72 @@ Result<PlanDocument> PlanDocument::Read(const std::string& dir, const std::strin
   return FromJson(j, where);
 }
 
+namespace {
+
+// True when `text` can go into JSON (valid UTF-8).
+bool JsonSafe(const std::string& text) {
+  try {
+    (void)json(text).dump();
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+
+// The JSON path (a.b[2].c) of the first key or string in `j` that is not
+// valid UTF-8, with that text in *text; "" when there is none.
+std::string FirstNonUtf8(const json& j, const std::string& at, std::string* text) {
+  if (j.is_string()) {
+    if (JsonSafe(j.get_ref<const std::string&>())) return "";
+    *text = j.get<std::string>();
+    return at.empty() ? "(top)" : at;
+  }
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string found = FirstNonUtf8(j[i], at + "[" + std::to_string(i) + "]", text);
+      if (!found.empty()) return found;
+    }
+  }
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      const std::string here = at.empty() ? key : at + "." + key;
+      if (!JsonSafe(key)) {
+        *text = key;
+        return here;
+      }
+      std::string found = FirstNonUtf8(value, here, text);
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 Status PlanDocument::Write(const std::string& dir) const {
   namespace fs = std::filesystem;
   const std::string path = (fs::path(dir) / pf::kPlanFile).string();
   const std::string tmp = path + ".tmp";
+  const json doc = ToJson();
+  std::string bad_text;
+  if (const std::string at = FirstNonUtf8(doc, "", &bad_text); !at.empty()) {
+    // JSON is UTF-8: a Latin-1 path (or spec location) cannot be written
+    // faithfully, and a replaced byte would name another file.
+    std::string shown;
+    for (unsigned char ch : bad_text) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02X", ch);
+      shown += ch < 0x80 ? std::string(1, static_cast<char>(ch)) : std::string(hex);
+    }
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the plan's `" + at + "` is not valid UTF-8 (`" + shown +
+                         "`); plan.json must be UTF-8",
+                     "use UTF-8 paths and names in the spec (rename the file or directory, or "
+                     "pass the path through a ${VARIABLE} at run time)");
+  }
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << ToJson().dump(2) << "\n";
+    out << doc.dump(2) << "\n";
     out.close();
     if (!out) return MakeError(ErrorCode::kIo, "cannot write `" + tmp + "`");
   }

@@ -98,9 +98,14 @@ struct LoaderOptions {
   // waited, and changes how many of its `threads` workers run and how many
   // of its prefetch buffers are filled ahead — never above what Create
   // allocated. Samples and batch contents do not depend on these knobs.
+  // At most kMaxThreads, kMaxPrefetch and kMaxInFlight, from whichever
+  // source (here, the spec, `sluice tune`): more is an error at Create.
   int threads = -1;
   int prefetch = -1;
   int in_flight = -1;
+  static constexpr int kMaxThreads = 4096;   // also bounds output.cpu_budget
+  static constexpr int kMaxPrefetch = 1024;  // batch buffers are allocated up front
+  static constexpr int kMaxInFlight = 65536;
   // Overrides output.ordering: false = strict, true = relaxed.
   std::optional<bool> relaxed_ordering;
   // DCT-scaled decode (1/2, 1/4, 1/8) when a sample's crop window is at least

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "common/usable_cores.h"
 #include "ops/registry.h"
@@ -376,6 +377,18 @@ Status ResolveKnobs(const Plan& p, const LoaderOptions& options, const LoaderEnv
   if (options.threads == 0 || options.prefetch == 0 || options.in_flight == 0) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "LoaderOptions threads/prefetch/in_flight must be positive or -1 (auto)");
+  }
+  // Whatever set them (options, spec, a tuned plan): before narrowing to int.
+  for (auto [name, value, max] : {std::tuple{"threads", threads, LoaderOptions::kMaxThreads},
+                                  {"prefetch", prefetch, LoaderOptions::kMaxPrefetch},
+                                  {"in_flight", in_flight, LoaderOptions::kMaxInFlight}}) {
+    if (value > max) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       c.where + ": " + name + " " + std::to_string(value) + " is above " +
+                           std::to_string(max),
+                       std::string("set output.") + name + " (or the " + name +
+                           " option) to at most " + std::to_string(max));
+    }
   }
   c.threads = static_cast<int>(threads);
   c.workers = static_cast<int>(std::min(threads, in_flight));

@@ -277,7 +277,7 @@ Result<json> ReadPlanJson(const std::string& path, const std::string& where) {
   if (!j.contains("format_version") || !j["format_version"].is_number_integer()) {
     return corrupt("has no integer format_version");
   }
-  const int format = j["format_version"].get<int>();
+  const int64_t format = j["format_version"].get<int64_t>();  // not narrowed: 2 + 2^32 is not 2
   if (format != pf::kFormatVersion) {
     return MakeError(ErrorCode::kVersionMismatch,
                      where + " has plan format version " + std::to_string(format) +

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "compiler/driver/compile_spec.h"
@@ -164,6 +165,30 @@ TEST(PlanDocument, ErrorsNameThePlanAndTheKey) {
   EXPECT_FALSE(doc->decode.has_value());
   EXPECT_FALSE(doc->memory.has_value());
   EXPECT_FALSE(doc->tuned.has_value());
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// JSON is UTF-8: a Latin-1 path in a spec is refused with the plan key that
+// holds it, instead of aborting the compiler (nlohmann throws on dump).
+TEST(PlanDocument, WritingAPathThatIsNotUtf8NamesItsKey) {
+  auto doc = PlanDocument::FromJson(Written(kTrain), "plan `t`");
+  ASSERT_TRUE(doc.has_value()) << doc.error().ToString();
+  doc->source_params["path"] = std::string("/data/caf\xe9/train");
+  const std::string dir = ::testing::TempDir() + "/plan_not_utf8";
+  std::filesystem::create_directories(dir);
+  Status written = doc->Write(dir);
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(written.error().message.find("`source.params.path` is not valid UTF-8 "
+                                         "(`/data/caf\\xE9/train`)"),
+            std::string::npos)
+      << written.error().message;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/plan.json.tmp"));
 }
 
 }  // namespace

@@ -176,6 +176,25 @@ TEST_F(LoaderConfigTest, OptionsOverrideThePlan) {
   EXPECT_EQ(c->sampler.world_size, 3);
 }
 
+// Above the maxima (LoaderOptions::kMax*) is an error naming the knob, from
+// any source: an int64 from the spec once narrowed to 0 workers (a hang).
+TEST_F(LoaderConfigTest, KnobsAboveTheirMaximaAreErrors) {
+  LoaderOptions o;
+  o.prefetch = LoaderOptions::kMaxPrefetch + 1;
+  auto c = ResolveLoaderConfig(Load(), o, Env());
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("prefetch 1025 is above 1024"), std::string::npos)
+      << c.error().message;
+  Plan tampered = Load([](json& j) { j["tuned"] = {{"threads", 5000}}; });
+  c = ResolveLoaderConfig(tampered, {}, Env());
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("threads 5000 is above 4096"), std::string::npos)
+      << c.error().message;
+  o = {};
+  o.threads = LoaderOptions::kMaxThreads;
+  EXPECT_TRUE(ResolveLoaderConfig(Load(), o, Env()));
+}
+
 TEST_F(LoaderConfigTest, ZeroKnobOptionIsAnError) {
   for (int which = 0; which < 3; ++which) {
     LoaderOptions o;
