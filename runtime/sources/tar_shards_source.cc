@@ -300,6 +300,16 @@ std::optional<Result<size_t>> TarShardSource::ReadWith(size_t i, std::vector<uin
   return static_cast<size_t>(r.size);
 }
 
+namespace {
+
+// The store's error for a request answered 403 (runtime/remote/http_request.cc
+// writes "VERB URL: HTTP 403 ...").
+bool ManifestForbidden(const Error& e) {
+  return e.code == ErrorCode::kIo && e.message.find(": HTTP 403") != std::string::npos;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemote(const TarShardOptions& options) {
   // Transport messages may quote URLs as is: hide the path's secrets in them.
   const std::vector<std::string> secrets = remote::UrlSecrets(options.path);
@@ -334,6 +344,15 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
     if (!classes) return std::unexpected(classes.error());
     src->classes_ = std::move(*classes);
     checksums = ParseShardChecksums(*text, dir);
+  } else if (ManifestForbidden(text.error())) {
+    // S3 without s3:ListBucket (and CloudFront) answer a missing key with
+    // 403. The shards were just read with the same access, so this is taken
+    // as an absent manifest, as a 404 is, but said.
+    if (!options.index.quiet) {
+      log::Warn("tar_shards", "'" + remote::RedactUrl(manifest) +
+                                  "' answered HTTP 403: reading without a manifest (no class "
+                                  "names, no shard checksums), as for a missing one");
+    }
   } else if (text.error().code != ErrorCode::kNotFound) {
     return std::unexpected(text.error());
   }

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/sources/tar_shards_source.h"
 #include "tests/runtime/remote/http_store_fixture.h"
 
 namespace sluice::runtime::remote {
@@ -86,6 +87,36 @@ TEST_F(HttpRequestTest, AResumedStreamIsExactWhateverByteItsAnswerStartsAt) {
     ASSERT_TRUE(st) << resume_fault << ": " << st.error().ToString();
     EXPECT_TRUE(streamed == *blob_) << resume_fault << ": " << streamed.size() << " bytes";
   }
+}
+
+// S3 without s3:ListBucket (and CloudFront) answer a missing key with 403:
+// the optional manifest.json beside the shards is then read as absent (a
+// warning names it), not a failed open. The proxy's hide404 fault answers
+// every upstream 404 with 403.
+TEST_F(HttpRequestTest, AnOptionalManifestAnswered403IsTakenAsMissing) {
+  ServerProcess* proxy = ProxyToHttp({"--fault", "hide404:1:0"});
+  ASSERT_NE(proxy, nullptr);
+  const fs::path dir = *root_ / "no_manifest";
+  fs::create_directories(dir);
+  { std::ofstream(dir / "000.jpg") << "not really a jpeg"; }
+  { std::ofstream(dir / "000.cls") << "3"; }
+  const std::string tar =
+      "tar -C '" + dir.string() + "' -cf '" + dir.string() + "/shard-000000.tar' 000.jpg 000.cls";
+  ASSERT_EQ(std::system(tar.c_str()), 0);
+  const fs::path cache = *root_ / "no_manifest_index_cache";
+  TarShardOptions o;
+  o.path = proxy->url() + "/no_manifest/shard-000000.tar";
+  o.store = Open(proxy->url(), Fast());
+  o.index.cache_dir = cache.string();
+  o.read.read_ahead = 1;
+  auto manifest = o.store->Stat(proxy->url() + "/no_manifest/manifest.json");
+  ASSERT_FALSE(manifest);
+  ASSERT_NE(manifest.error().message.find("HTTP 403"), std::string::npos)
+      << manifest.error().message;
+  auto src = TarShardSource::Open(o);
+  ASSERT_TRUE(src) << src.error().ToString();
+  EXPECT_EQ((*src)->size(), 1u);
+  EXPECT_TRUE((*src)->class_names().empty());
 }
 
 }  // namespace
