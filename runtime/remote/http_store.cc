@@ -102,7 +102,7 @@ double HttpStore::HedgeDelay() const {
 
 Result<ObjectInfo> HttpStore::Stat(const std::string& url) {
   auto target = ResolveTarget(url, aws());
-  if (!target) return std::unexpected(target.error());
+  if (!target) return std::unexpected(Redacted(target.error(), url));
   const auto start = Clock::now();
   const auto deadline = After(options_.deadline_s);
   ObjectInfo info{url, 0};
@@ -122,7 +122,7 @@ Result<ObjectInfo> HttpStore::Stat(const std::string& url) {
     info.size = static_cast<uint64_t>(std::max<curl_off_t>(0, length));
     return o;
   });
-  if (!st) return std::unexpected(st.error());
+  if (!st) return std::unexpected(Redacted(st.error(), url));
   all_latency_.Add(Since(start));
   return info;
 }
@@ -226,7 +226,7 @@ Outcome HttpStore::RunHedged(const Target& t, uint64_t offset, uint64_t length, 
 Status HttpStore::ReadRange(const std::string& url, uint64_t offset, uint64_t length,
                             uint8_t* out) {
   auto target = ResolveTarget(url, aws());
-  if (!target) return std::unexpected(target.error());
+  if (!target) return std::unexpected(Redacted(target.error(), url));
   if (length == 0) return Ok();
   const auto start = Clock::now();
   const auto deadline = After(options_.deadline_s);
@@ -238,7 +238,7 @@ Status HttpStore::ReadRange(const std::string& url, uint64_t offset, uint64_t le
   auto st = WithRetries(*target, "GET", deadline, [&](Clock::time_point dl) {
     return RunHedged(*target, offset, length, out, dl, hedge_delay);
   });
-  if (!st) return st;
+  if (!st) return std::unexpected(Redacted(st.error(), url));
   const double latency = Since(start);
   all_latency_.Add(latency);
   if (hedged) range_latency_.Add(latency);
@@ -247,17 +247,17 @@ Status HttpStore::ReadRange(const std::string& url, uint64_t offset, uint64_t le
 
 Result<std::vector<ObjectInfo>> HttpStore::List(const std::string& prefix) {
   auto target = ResolveTarget(prefix, aws());
-  if (!target) return std::unexpected(target.error());
+  if (!target) return std::unexpected(Redacted(target.error(), prefix));
   if (!target->s3) {
     return MakeError(ErrorCode::kUnsupported,
-                     "cannot list '" + prefix + "': HTTP servers have no listing",
+                     "cannot list '" + RedactUrl(prefix) + "': HTTP servers have no listing",
                      "name the objects with a brace pattern, e.g. "
                      "https://host/dir/shard-{000000..000127}.tar");
   }
   const auto start = Clock::now();
   const auto deadline = After(options_.deadline_s);
   auto bucket = ResolveTarget("s3://" + target->bucket + "/", aws());
-  if (!bucket) return std::unexpected(bucket.error());
+  if (!bucket) return std::unexpected(Redacted(bucket.error(), prefix));
   std::vector<ObjectInfo> out;
   std::string token;
   for (;;) {
@@ -284,7 +284,7 @@ Result<std::vector<ObjectInfo>> HttpStore::List(const std::string& prefix) {
       page = std::move(*parsed);
       return o;
     });
-    if (!st) return std::unexpected(st.error());
+    if (!st) return std::unexpected(Redacted(st.error(), prefix));
     for (auto& e : page.entries) {
       out.push_back({"s3://" + target->bucket + "/" + e.key, e.size});
     }

@@ -20,6 +20,12 @@
 
 namespace sluice::runtime::remote::http_internal {
 
+// `e` with `url`'s secrets (its user-info and query) replaced by "***": the
+// store's messages quote URLs as the caller gave them.
+inline Error Redacted(Error e, const std::string& url) {
+  return ScrubSecrets(std::move(e), UrlSecrets(url));
+}
+
 // What a whole-object stream carries from one attempt to the next.
 struct StreamState {
   uint64_t delivered = 0;  // bytes the sink has taken

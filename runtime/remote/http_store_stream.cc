@@ -206,14 +206,14 @@ Outcome HttpStore::RunStream(const Target& t, Clock::time_point deadline, const 
 
 Status HttpStore::Stream(const std::string& url, const Sink& sink) {
   auto target = ResolveTarget(url, aws());
-  if (!target) return std::unexpected(target.error());
+  if (!target) return std::unexpected(Redacted(target.error(), url));
   const auto start = Clock::now();
   const auto deadline = After(options_.deadline_s);
   StreamState s;
   auto st = WithRetries(*target, "GET", deadline,
                         [&](Clock::time_point dl) { return RunStream(*target, dl, sink, s); });
-  if (!s.sink_status) return s.sink_status;
-  if (!st) return st;
+  if (!s.sink_status) return std::unexpected(Redacted(s.sink_status.error(), url));
+  if (!st) return std::unexpected(Redacted(st.error(), url));
   all_latency_.Add(Since(start));
   return Ok();
 }

@@ -201,3 +201,33 @@ def test_auto_read_ahead_is_sized_and_logged(tmp_root, shards, monkeypatch, capf
     assert stats["read_ahead_stalls"] >= 0
     err = capfd.readouterr().err
     assert "tar_shards: read-ahead 2 shard(s), growing on stalls up to 16 within" in err, err
+
+
+def test_a_query_string_is_kept_on_every_request_and_out_of_messages(tmp_root, shards,
+                                                                     monkeypatch):
+    """A presigned / SAS / token URL: the query is no glob (the shards are
+    Stat-ed, not listed), goes on every request for the shards and the index
+    beside them, and never shows in a message or the stats."""
+    serve = load_serve()
+    monkeypatch.setenv("SLUICE_CACHE_DIR", os.path.join(tmp_root, "e2e_query_cache"))
+    order = "shard_shuffle"
+    want, _ = batches(compile_spec(tmp_root, "e2e_query_local.plan", "${DATA}", order), shards)
+    query = "sv=2024&sig=S3CRET%2Fab/cd&se=2099"  # a '/' in the query: not a directory
+    with serve.HttpServer(os.path.dirname(shards)) as http, serve.FaultProxy(http.port) as proxy:
+        url = proxy.url + "/remote_shards/shard-{000000..000002}.tar?" + query
+        got, stats = batches(compile_spec(tmp_root, "e2e_query.plan", url, order), shards)
+        same(want, got)
+        assert "S3CRET" not in repr(stats)
+        seen = [path for _, path, _ in proxy.requests]
+        shard_requests = [p for p in seen if "/shard-" in p]
+        assert len(shard_requests) >= 6  # a HEAD and a GET (index scan) per shard at least
+        assert all(p.endswith(".tar?" + query) for p in shard_requests), shard_requests
+        assert "/remote_shards/index.sluice?" + query in seen
+        # A shard that does not exist: the error names its URL, the query hidden.
+        missing = proxy.url + "/remote_shards/shard-{000000..000003}.tar?" + query
+        plan = compile_spec(tmp_root, "e2e_query_missing.plan", missing, order)
+        with pytest.raises(Exception) as failed:
+            sluice.load(plan, vars={"DATA": shards}).loader(threads=2)
+        message = str(failed.value)
+        assert "shard-000003.tar?***" in message, message
+        assert "S3CRET" not in message and "sv=2024" not in message, message

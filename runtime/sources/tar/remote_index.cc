@@ -6,10 +6,12 @@
 #include <tbb/parallel_for.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 
@@ -29,6 +31,19 @@ Error WithUrl(Error e, const std::string& what) {
   e.message = what + ": " + e.message;
   return e;
 }
+
+// Where an http(s) URL's path ends: at its query's '?' (the query, a token
+// or a presigned signature, is no part of the object's name). Other URLs
+// (s3://, file://) have no query: a '?' there is a glob character.
+size_t PathEnd(std::string_view url) {
+  const size_t colon = url.find("://");
+  std::string scheme(url.substr(0, colon == std::string_view::npos ? 0 : colon));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "http" && scheme != "https") return url.size();
+  return std::min(url.find('?'), url.size());
+}
+
+std::string PathOf(const std::string& url) { return url.substr(0, PathEnd(url)); }
 
 // The objects directly under `prefix` (a '/'-ended prefix) ending in ".tar".
 Result<std::vector<ObjectInfo>> ListDirectory(ObjectStore& store, const std::string& prefix) {
@@ -76,8 +91,9 @@ std::vector<ShardLookup> RemoteLookups(const std::string& dir,
                                        const std::vector<ObjectInfo>& shards) {
   std::vector<ShardLookup> out;
   for (const ObjectInfo& s : shards) {
-    const bool under = !dir.empty() && s.url.starts_with(dir + "/");
-    out.push_back({under ? s.url.substr(dir.size() + 1) : "", s.url, s.size});
+    const std::string url = PathOf(s.url);  // indexes never hold a query (a secret)
+    const bool under = !dir.empty() && url.starts_with(dir + "/");
+    out.push_back({under ? url.substr(dir.size() + 1) : "", url, s.size});
   }
   return out;
 }
@@ -179,8 +195,13 @@ std::optional<ChosenIndex> Usable(Result<ShardIndex> index, const std::string& n
 }  // namespace
 
 std::string UrlDirectory(const std::string& url) {
-  const size_t slash = url.rfind('/');
-  return slash == std::string::npos ? "" : url.substr(0, slash);
+  const std::string path = PathOf(url);
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+std::string SiblingUrl(const std::string& url, const std::string& name) {
+  return UrlDirectory(url) + "/" + name + url.substr(PathEnd(url));
 }
 
 Result<std::string> FetchObject(ObjectStore& store, const std::string& url) {
@@ -220,14 +241,15 @@ Result<std::vector<ObjectInfo>> ResolveShardUrls(ObjectStore& store, const std::
       tbb::blocked_range<size_t>(0, names->size()), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t i = r.begin(); i != r.end(); ++i) {
           const std::string& n = (*names)[i];
-          if (n.find_first_of("*?[") != std::string::npos) {
+          const std::string path = PathOf(n);  // an http(s) query is kept, not matched
+          if (path.find_first_of("*?[") != std::string::npos) {
             found[i] = ListGlob(store, n);
-          } else if (n.ends_with("/")) {
+          } else if (path.ends_with("/")) {
             found[i] = ListDirectory(store, n);
           } else if (auto info = store.Stat(n)) {
             found[i] = std::vector<ObjectInfo>{std::move(*info)};
-          } else if (info.error().code == ErrorCode::kNotFound && !n.ends_with(".tar")) {
-            found[i] = ListDirectory(store, n + "/");
+          } else if (info.error().code == ErrorCode::kNotFound && !path.ends_with(".tar")) {
+            found[i] = ListDirectory(store, path + "/" + n.substr(path.size()));
           } else {
             found[i] = std::unexpected(info.error());
           }
@@ -251,7 +273,7 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
     return Explicit(store, shards, mapping, options.explicit_index);
   }
   const std::string dir = UrlDirectory(shards.front().url);
-  const std::string beside = dir + "/" + kPackIndexName;
+  const std::string beside = SiblingUrl(shards.front().url, kPackIndexName);
   if (auto c = Usable(LoadIndex(store, beside), RedactUrl(beside), dir, shards, mapping)) {
     return std::move(*c);
   }
@@ -292,7 +314,7 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
           std::to_string(r.size() - 1) +
           " samples before it are kept, the rest counts as one bad sample");
     }
-    SLUICE_RETURN_IF_ERROR(w.AddShard(shards[i].url, shards[i].size, r));
+    SLUICE_RETURN_IF_ERROR(w.AddShard(PathOf(shards[i].url), shards[i].size, r));
   }
   char took[32];
   std::snprintf(took, sizeof(took), "%.2f s",

@@ -2,7 +2,9 @@
 // tar_shards `path` URL names, and their index and manifest.
 //
 // Which shards (ResolveShardUrls), for each brace expansion of the path
-// (shard_paths.h ExpandBraces), in order:
+// (shard_paths.h ExpandBraces), in order (for an http(s) URL, only its path
+// is looked at: its query, e.g. a presigned or SAS token, is no glob and is
+// kept on every request, but never written into an index):
 //  - with a glob character (* ? [): the objects listed under the text before
 //    the first glob character, matched with fnmatch(3) (a '*' does not cross
 //    '/'; Sluice's own files, shard_paths.h IsSluiceFile, skipped), sorted;
@@ -11,7 +13,8 @@
 //    end in ".tar", it is taken as a directory (name + "/").
 // HTTP servers cannot list: globs and directories need s3:// or file://.
 //
-// Where the index comes from (DIR = the first shard's URL up to its last '/'):
+// Where the index comes from (DIR = the first shard's URL up to its path's
+// last '/'; DIR/index.sluice carries the shard URL's query, SiblingUrl):
 //  1. an explicit index (`index:`, a local path or a URL): it must list every
 //     shard and the mapping; a shard whose size differs is marked disagreeing;
 //  2. DIR/index.sluice (what `sluice pack` writes; names relative to DIR),
@@ -66,7 +69,13 @@ Result<ChosenIndex> OpenRemoteShardIndex(remote::ObjectStore& store,
                                          const FieldMapping& mapping, const IndexOptions& options,
                                          const ScanThrough& through = {});
 
-// DIR of a shard URL: the text up to (not including) its last '/'.
+// DIR of a shard URL: the text up to (not including) the last '/' of its
+// path (an http(s) URL's query, which may hold '/', is left out).
 std::string UrlDirectory(const std::string& url);
+
+// The object `name` beside the shard at `url` (DIR/name), with the shard
+// URL's query when it is an http(s) URL with one (a SAS or token query grants
+// access to its siblings too): for index.sluice and manifest.json.
+std::string SiblingUrl(const std::string& url, const std::string& name);
 
 }  // namespace sluice::runtime::tar
