@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/remote/object_store.h"
 #include "runtime/remote/s3_listing.h"
 
 namespace sluice::runtime::remote {
@@ -115,6 +116,8 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   const std::string_view line(data, size * nmemb);
   if (StartsWithNoCase(line, "etag:")) {
     a.etag.assign(Trim(line.substr(5)));
+  } else if (StartsWithNoCase(line, "x-amz-bucket-region:")) {
+    a.bucket_region.assign(Trim(line.substr(20)));
   } else if (StartsWithNoCase(line, "content-range:")) {
     const std::string_view value = Trim(line.substr(14));
     if (StartsWithNoCase(value, "bytes ")) {
@@ -138,14 +141,9 @@ long Millis(double seconds) {
   return std::max<long>(1, static_cast<long>(std::ceil(seconds * 1000)));
 }
 
-std::string Hint403(const Target& t, const AwsConfig* aws) {
-  if (!t.s3) return "the server refused access: check the URL and the server's access rules";
-  std::string source = aws != nullptr ? aws->credentials_source : "none";
-  return "check the credentials (from " + source +
-         "; AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE), the "
-         "region (" +
-         (aws != nullptr ? aws->region : std::string("?")) + "), that bucket '" + t.bucket +
-         "' exists and that they may read key '" + t.key + "'";
+// A plain HTTP server's 401 / 403 (S3's: S3Hint).
+std::string Hint403() {
+  return "the server refused access: check the URL and the server's access rules";
 }
 
 std::string Hint404(const Target& t) {
@@ -195,9 +193,36 @@ bool IsBucketName(std::string_view bucket, bool custom_endpoint) {
 Attempt::~Attempt() { curl_slist_free_all(headers); }
 
 std::string Describe(const Target& target, const char* verb) {
-  std::string s = std::string(verb) + " " + target.url;
-  if (target.s3) s += " (" + target.http_url + ")";
+  std::string s = std::string(verb) + " " + RedactUrl(target.url);
+  if (target.s3) s += " (" + RedactUrl(target.http_url) + ")";
   return s;
+}
+
+std::string S3Hint(long status, const Target& t, const AwsConfig* aws, const std::string& s3code,
+                   const std::string& bucket_region) {
+  const std::string region = aws != nullptr ? aws->region : std::string("?");
+  const std::string source = aws != nullptr ? aws->credentials_source : std::string("none");
+  const bool other_region = !bucket_region.empty() && bucket_region != region;
+  const std::string in_region = other_region
+                                    ? "bucket '" + t.bucket + "' is in region " + bucket_region +
+                                          ", not " + region + ": set AWS_REGION=" + bucket_region
+                                    : "bucket '" + t.bucket + "' is in another region than " +
+                                          region + ": set AWS_REGION to the bucket's region";
+  const bool wrong_region = status == 301 || status == 307 ||
+                            s3code == "AuthorizationHeaderMalformed" ||
+                            s3code == "PermanentRedirect" || other_region;
+  if (wrong_region) return in_region;
+  const std::string credentials =
+      "the credentials (from " + source +
+      "; AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE)";
+  if (status == 400) {
+    return "check " + credentials +
+           ": a temporary session token may have expired (ExpiredToken: get fresh "
+           "credentials) or be incomplete; and the region (" +
+           region + "): a bucket in another region answers 400 to requests signed for this one";
+  }
+  return "check " + credentials + ", the region (" + region + "), that bucket '" + t.bucket +
+         "' exists and that they may read key '" + t.key + "'";
 }
 
 Result<Target> ResolveTarget(const std::string& url, const AwsConfig* aws) {
@@ -335,11 +360,17 @@ Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const 
   const long st = tr.http_status;
   if (transport_ok || (st >= 300 && tr.code != CURLE_OPERATION_TIMEDOUT)) {
     const std::string s3code = S3ErrorCode(a.error_body);
-    const std::string status =
-        "HTTP " + std::to_string(st) + (s3code.empty() ? "" : " (" + s3code + ")");
+    // A HEAD answer has no body, so no S3 error code to show: say so.
+    const bool s3_refusal = t.s3 && (st == 400 || st == 401 || st == 403);
+    const std::string status = "HTTP " + std::to_string(st) +
+                               (!s3code.empty() ? " (" + s3code + ")"
+                                : s3_refusal && a.mode == Attempt::Mode::kHead
+                                    ? " (a HEAD answer carries no S3 error code)"
+                                    : "");
     if (st == 404) return fail(Outcome::Kind::kFail, ErrorCode::kNotFound, status, Hint404(t));
     if (st == 401 || st == 403) {
-      return fail(Outcome::Kind::kFail, ErrorCode::kIo, status, Hint403(t, aws));
+      return fail(Outcome::Kind::kFail, ErrorCode::kIo, status,
+                  t.s3 ? S3Hint(st, t, aws, s3code, a.bucket_region) : Hint403());
     }
     if (st == 412) {
       return fail(Outcome::Kind::kFail, ErrorCode::kCorruptData,
@@ -355,11 +386,9 @@ Outcome Classify(const Attempt& a, const Target& t, const AwsConfig* aws, const 
     if (st == 408 || st == 429 || st >= 500) {
       return fail(Outcome::Kind::kRetry, ErrorCode::kIo, status);
     }
-    if (t.s3 && (st == 301 || st == 307 || s3code == "AuthorizationHeaderMalformed")) {
+    if (t.s3 && (st == 301 || st == 307 || st == 400)) {
       return fail(Outcome::Kind::kFail, ErrorCode::kIo, status,
-                  "bucket '" + t.bucket + "' is in another region than " +
-                      (aws != nullptr ? aws->region : std::string("?")) +
-                      ": set AWS_REGION to the bucket's region");
+                  S3Hint(st, t, aws, s3code, a.bucket_region));
     }
     if (st < 200 || st >= 300) return fail(Outcome::Kind::kFail, ErrorCode::kIo, status);
     if (a.mode == Attempt::Mode::kRange) {

@@ -67,7 +67,8 @@ struct Attempt {
   // asked for), or that has none: its body is never used, and the attempt
   // fails (Classify).
   bool range_mismatch = false;
-  std::string etag;                  // the response's ETag, as sent (quotes kept)
+  std::string etag;           // the response's ETag, as sent (quotes kept)
+  std::string bucket_region;  // S3's x-amz-bucket-region header, when sent
   // Set before ConfigureAttempt: sent as If-Match, so that a resumed stream
   // gets 412 (a kCorruptData "changed" failure) instead of another version's
   // bytes when the object was replaced since its first response.
@@ -110,7 +111,17 @@ struct Outcome {
 Outcome Classify(const Attempt& a, const Target& target, const AwsConfig* aws, const char* verb,
                  bool cancelled);
 
-// "VERB URL" plus " (HTTP URL)" for S3, for messages.
+// "VERB URL" plus " (HTTP URL)" for S3, for messages; both URLs with their
+// user-info and query string replaced by *** (RedactUrl): a presigned
+// signature or a password never reaches an error.
 std::string Describe(const Target& target, const char* verb);
+
+// The hint of an S3 answer with HTTP `status` (400, 401, 403, or a redirect)
+// whose body named S3 error `s3code` ("" when it had none: a HEAD has no
+// body), and whose x-amz-bucket-region header named `bucket_region` ("" when
+// absent): what to check (credentials and where they came from, an expired
+// session token, the region, naming the bucket's own when S3 told it).
+std::string S3Hint(long status, const Target& target, const AwsConfig* aws,
+                   const std::string& s3code, const std::string& bucket_region);
 
 }  // namespace sluice::runtime::remote

@@ -119,5 +119,90 @@ TEST_F(HttpRequestTest, AnOptionalManifestAnswered403IsTakenAsMissing) {
   EXPECT_TRUE((*src)->class_names().empty());
 }
 
+// A secret in a URL (a presigned query, user-info) never reaches a message.
+TEST(HttpRequestMessages, DescribeAndClassifyHideTheUrlsSecrets) {
+  auto t = ResolveTarget("https://alice:pa55word@h.example/d/index.sluice?X-Amz-Signature=5ecret",
+                         nullptr);
+  ASSERT_TRUE(t);
+  const std::string described = Describe(*t, "HEAD");
+  EXPECT_NE(described.find("h.example/d/index.sluice"), std::string::npos) << described;
+  Attempt a;
+  a.mode = Attempt::Mode::kHead;
+  a.transfer.http_status = 403;
+  const Outcome o = Classify(a, *t, nullptr, "HEAD", false);
+  ASSERT_EQ(o.kind, Outcome::Kind::kFail);
+  for (const std::string& text : {described, o.error.ToString()}) {
+    EXPECT_EQ(text.find("5ecret"), std::string::npos) << text;
+    EXPECT_EQ(text.find("pa55word"), std::string::npos) << text;
+  }
+}
+
+// S3 refusals: the hint says what to check even without an error body (a
+// HEAD), covers an expired session token and the region on a 400, and names
+// the bucket's region when S3 sent it (x-amz-bucket-region).
+TEST(HttpRequestMessages, S3RefusalsGetCredentialAndRegionHints) {
+  AwsConfig aws;
+  aws.region = "us-east-1";
+  aws.credentials_source = "environment";
+  aws.access_key = "AKIDEXAMPLE";
+  auto t = ResolveTarget("s3://bkt/data/shard-000000.tar", &aws);
+  ASSERT_TRUE(t);
+  auto classify = [&](long status, Attempt::Mode mode, const std::string& body,
+                      const std::string& region) {
+    Attempt a;
+    a.mode = mode;
+    a.transfer.http_status = status;
+    a.error_body = body;
+    a.bucket_region = region;
+    return Classify(a, *t, &aws, mode == Attempt::Mode::kHead ? "HEAD" : "GET", false);
+  };
+  const std::string wrong_secret = "<Error><Code>SignatureDoesNotMatch</Code></Error>";
+  const Outcome get403 = classify(403, Attempt::Mode::kRange, wrong_secret, "");
+  const Outcome head403 = classify(403, Attempt::Mode::kHead, "", "");
+  EXPECT_NE(get403.error.message.find("HTTP 403 (SignatureDoesNotMatch)"), std::string::npos)
+      << get403.error.message;
+  EXPECT_NE(head403.error.message.find("HTTP 403 (a HEAD answer carries no S3 error code)"),
+            std::string::npos)
+      << head403.error.message;
+  EXPECT_EQ(head403.error.hint, get403.error.hint);
+  EXPECT_NE(head403.error.hint.find("credentials (from environment"), std::string::npos)
+      << head403.error.hint;
+
+  const Outcome expired =
+      classify(400, Attempt::Mode::kRange, "<Error><Code>ExpiredToken</Code></Error>", "");
+  EXPECT_EQ(expired.kind, Outcome::Kind::kFail);
+  EXPECT_NE(expired.error.message.find("HTTP 400 (ExpiredToken)"), std::string::npos);
+  EXPECT_NE(expired.error.hint.find("session token"), std::string::npos) << expired.error.hint;
+  EXPECT_NE(expired.error.hint.find("region (us-east-1)"), std::string::npos) << expired.error.hint;
+  const Outcome head400 = classify(400, Attempt::Mode::kHead, "", "");
+  EXPECT_NE(head400.error.hint.find("session token"), std::string::npos) << head400.error.hint;
+
+  for (long status : {400L, 403L, 301L}) {
+    const Outcome elsewhere = classify(status, Attempt::Mode::kHead, "", "eu-west-1");
+    EXPECT_NE(elsewhere.error.hint.find("in region eu-west-1, not us-east-1"), std::string::npos)
+        << status << ": " << elsewhere.error.hint;
+    EXPECT_NE(elsewhere.error.hint.find("AWS_REGION=eu-west-1"), std::string::npos);
+  }
+  // The header naming the region signed for is no region hint.
+  const Outcome same = classify(403, Attempt::Mode::kHead, "", "us-east-1");
+  EXPECT_EQ(same.error.hint, head403.error.hint);
+}
+
+// Against moto: a wrong secret on a HEAD (a Stat, as a source's open makes)
+// gets the credentials hint although its answer has no body.
+TEST_F(HttpRequestTest, AWrongSecretOnAHeadGetsTheCredentialsHint) {
+  ServerProcess s3;
+  START_SERVER(s3, "s3", "--root", (*root_ / "s3").string(), "--bucket", "sluice-test");
+  ScopedEnv env;
+  const std::string wrong = "wRoNgSeCrEt0123456789wRoNgSeCrEt01234567";
+  auto store = OpenS3(env, s3.url(), s3.info["access_key"], wrong);
+  auto info = store->Stat("s3://sluice-test/data/blob.bin");
+  ASSERT_FALSE(info);
+  const std::string text = info.error().ToString();
+  EXPECT_NE(text.find("HTTP 403"), std::string::npos) << text;
+  EXPECT_NE(text.find("credentials"), std::string::npos) << text;
+  EXPECT_EQ(text.find(wrong), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace sluice::runtime::remote
