@@ -336,9 +336,11 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
   }
   // The manifest first: its checksums verify shards the index scan puts in
   // the shard cache.
+  // Beside the first shard, with its query (a SAS or token query grants the
+  // siblings too); checksums are keyed by URL without the query.
   const std::string dir = tar::UrlDirectory(objects->front().url);
-  const std::string manifest = dir + "/manifest.json";
-  std::unordered_map<std::string, std::string> checksums;  // URL -> sha256 hex
+  const std::string manifest = tar::SiblingUrl(objects->front().url, "manifest.json");
+  std::unordered_map<std::string, std::string> checksums;  // URL w/o query -> sha256 hex
   if (auto text = tar::FetchObject(*store, manifest)) {
     auto classes = ParseClassNames(*text, remote::RedactUrl(manifest));
     if (!classes) return std::unexpected(classes.error());
@@ -377,7 +379,7 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
   std::vector<tar::RemoteShardReader::Shard> shards;
   for (size_t i = 0; i < objects->size(); ++i) {
     const std::string& url = (*objects)[i].url;
-    auto sha = checksums.find(url);
+    auto sha = checksums.find(tar::UrlWithoutQuery(url));
     shards.push_back({url, (*objects)[i].size, src->shards_[i].start,
                       sha == checksums.end() ? std::string() : sha->second});
   }

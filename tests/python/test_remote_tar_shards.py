@@ -223,6 +223,7 @@ def test_a_query_string_is_kept_on_every_request_and_out_of_messages(tmp_root, s
         assert len(shard_requests) >= 6  # a HEAD and a GET (index scan) per shard at least
         assert all(p.endswith(".tar?" + query) for p in shard_requests), shard_requests
         assert "/remote_shards/index.sluice?" + query in seen
+        assert "/remote_shards/manifest.json?" + query in seen  # looked for, with the query
         # A shard that does not exist: the error names its URL, the query hidden.
         missing = proxy.url + "/remote_shards/shard-{000000..000003}.tar?" + query
         plan = compile_spec(tmp_root, "e2e_query_missing.plan", missing, order)

@@ -43,7 +43,6 @@ size_t PathEnd(std::string_view url) {
   return std::min(url.find('?'), url.size());
 }
 
-std::string PathOf(const std::string& url) { return url.substr(0, PathEnd(url)); }
 
 // The objects directly under `prefix` (a '/'-ended prefix) ending in ".tar".
 Result<std::vector<ObjectInfo>> ListDirectory(ObjectStore& store, const std::string& prefix) {
@@ -91,7 +90,7 @@ std::vector<ShardLookup> RemoteLookups(const std::string& dir,
                                        const std::vector<ObjectInfo>& shards) {
   std::vector<ShardLookup> out;
   for (const ObjectInfo& s : shards) {
-    const std::string url = PathOf(s.url);  // indexes never hold a query (a secret)
+    const std::string url = UrlWithoutQuery(s.url);  // indexes never hold a query (a secret)
     const bool under = !dir.empty() && url.starts_with(dir + "/");
     out.push_back({under ? url.substr(dir.size() + 1) : "", url, s.size});
   }
@@ -148,7 +147,8 @@ Result<std::vector<SampleRecord>> ScanCachedShard(ObjectStore& store, const Obje
                                                   const FieldMapping& mapping) {
   std::string sha256;
   if (through.sha256 != nullptr) {
-    if (auto it = through.sha256->find(shard.url); it != through.sha256->end()) sha256 = it->second;
+    auto it = through.sha256->find(UrlWithoutQuery(shard.url));
+    if (it != through.sha256->end()) sha256 = it->second;
   }
   auto held = through.cache->Acquire(
       shard.url, shard.size, sha256,
@@ -194,8 +194,10 @@ std::optional<ChosenIndex> Usable(Result<ShardIndex> index, const std::string& n
 
 }  // namespace
 
+std::string UrlWithoutQuery(const std::string& url) { return url.substr(0, PathEnd(url)); }
+
 std::string UrlDirectory(const std::string& url) {
-  const std::string path = PathOf(url);
+  const std::string path = UrlWithoutQuery(url);
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
@@ -241,7 +243,7 @@ Result<std::vector<ObjectInfo>> ResolveShardUrls(ObjectStore& store, const std::
       tbb::blocked_range<size_t>(0, names->size()), [&](const tbb::blocked_range<size_t>& r) {
         for (size_t i = r.begin(); i != r.end(); ++i) {
           const std::string& n = (*names)[i];
-          const std::string path = PathOf(n);  // an http(s) query is kept, not matched
+          const std::string path = UrlWithoutQuery(n);  // an http(s) query is kept, not matched
           if (path.find_first_of("*?[") != std::string::npos) {
             found[i] = ListGlob(store, n);
           } else if (path.ends_with("/")) {
@@ -314,7 +316,7 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
           std::to_string(r.size() - 1) +
           " samples before it are kept, the rest counts as one bad sample");
     }
-    SLUICE_RETURN_IF_ERROR(w.AddShard(PathOf(shards[i].url), shards[i].size, r));
+    SLUICE_RETURN_IF_ERROR(w.AddShard(UrlWithoutQuery(shards[i].url), shards[i].size, r));
   }
   char took[32];
   std::snprintf(took, sizeof(took), "%.2f s",

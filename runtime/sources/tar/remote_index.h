@@ -59,7 +59,8 @@ Result<std::string> FetchObject(remote::ObjectStore& store, const std::string& u
 // comment), checked against sha256[url] when the manifest gave one.
 struct ScanThrough {
   remote::ShardCache* cache = nullptr;
-  const std::unordered_map<std::string, std::string>* sha256 = nullptr;  // URL -> hex
+  // URL without its query (UrlWithoutQuery) -> hex
+  const std::unordered_map<std::string, std::string>* sha256 = nullptr;
 };
 
 // Finds or builds the index for `shards` (see the file comment). `entry` and
@@ -68,6 +69,10 @@ Result<ChosenIndex> OpenRemoteShardIndex(remote::ObjectStore& store,
                                          const std::vector<remote::ObjectInfo>& shards,
                                          const FieldMapping& mapping, const IndexOptions& options,
                                          const ScanThrough& through = {});
+
+// An http(s) URL without its query (a token or presigned signature is no
+// part of the object's name); other URLs as they are.
+std::string UrlWithoutQuery(const std::string& url);
 
 // DIR of a shard URL: the text up to (not including) the last '/' of its
 // path (an http(s) URL's query, which may hold '/', is left out).
