@@ -157,21 +157,30 @@ ReadPool::~ReadPool() {
   state_->exited.wait(lock, [&] { return state_->alive == state_->stuck; });
 }
 
+namespace {
+
+// Wakes every Read waiting on a queued or running request (they then see
+// cancelled or paused). Called with s.mu held.
+void WakeWaitingReadsLocked(ReadPoolState& s) {
+  for (const auto& r : s.queue) r->done.notify_one();
+  for (ReadRequest* r : s.running) r->done.notify_one();
+}
+
+}  // namespace
+
 void ReadPool::Cancel() {
   cancelled_ = true;
   std::lock_guard lock(state_->mu);
   state_->cancelled = true;
   state_->work.notify_all();
-  for (const auto& r : state_->queue) r->done.notify_one();
-  for (ReadRequest* r : state_->running) r->done.notify_one();
+  WakeWaitingReadsLocked(*state_);
 }
 
 void ReadPool::Pause() {
   paused_ = true;
   std::lock_guard lock(state_->mu);
   state_->paused = true;
-  for (const auto& r : state_->queue) r->done.notify_one();
-  for (ReadRequest* r : state_->running) r->done.notify_one();
+  WakeWaitingReadsLocked(*state_);
 }
 
 void ReadPool::Resume() {
