@@ -60,6 +60,7 @@
 // thread (Stats may also be called from another thread).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -301,6 +302,11 @@ class Loader {
 
   // The next batch; empty optional at the end of an epoch (see above).
   Result<std::optional<Batch>> Next();
+  // Next(), waiting at most `wait`: when no batch is ready by then, an empty
+  // optional with *timed_out set (not an epoch's end; call again). For a
+  // consumer that must notice something else while it waits (the Python
+  // module checks for Ctrl-C between calls).
+  Result<std::optional<Batch>> NextWithin(std::chrono::milliseconds wait, bool* timed_out);
   // True when every batch of the current epoch has been handed out and Next()
   // has not yet reported the epoch's end (its next call will, once). State()
   // already names the following epoch then. A loop that stops after exactly

@@ -137,13 +137,23 @@ class PyLoader {
     Loader gone = std::move(loader_);
   }
 
+  static constexpr std::chrono::milliseconds kSignalCheckInterval{100};
+
   // The next batch as {field: Tensor}, or nullopt at the end of the epoch.
   std::optional<py::dict> Next() {
     Result<std::optional<Batch>> next;
-    {
-      py::gil_scoped_release release;
-      std::lock_guard lock(mutex_);
-      next = loader_.Next();
+    while (true) {
+      bool timed_out = false;
+      {
+        py::gil_scoped_release release;
+        std::lock_guard lock(mutex_);
+        next = loader_.NextWithin(kSignalCheckInterval, &timed_out);
+      }
+      if (!timed_out) break;
+      // Waiting in slices lets Ctrl-C (KeyboardInterrupt) through while no
+      // batch comes (a stalled read, say); nothing is lost: the batch being
+      // made is delivered by the next call.
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     if (!next) RaiseError(next.error());
     if (!*next) return std::nullopt;

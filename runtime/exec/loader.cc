@@ -282,12 +282,16 @@ Loader::~Loader() {
 }
 
 Result<Loader> Loader::Create(const Plan& plan, const LoaderOptions& options) {
+  if (runtime::ForkedAfterThreadsStarted()) return std::unexpected(runtime::ForkedError());
   auto core = runtime::LoaderCore::Create(plan, options);
   if (!core) return std::unexpected(core.error());
   return Loader(std::move(*core));
 }
 
 Result<std::optional<Batch>> Loader::Next() { return core_->Next(); }
+Result<std::optional<Batch>> Loader::NextWithin(std::chrono::milliseconds wait, bool* timed_out) {
+  return core_->Next(std::chrono::steady_clock::now() + wait, timed_out);
+}
 LoaderState Loader::State() const { return core_->State(); }
 Status Loader::Restore(const LoaderState& state) { return core_->Restore(state); }
 LoaderStats Loader::Stats() const { return core_->Stats(); }

@@ -559,7 +559,10 @@ Result<std::optional<Batch>> LoaderCore::DeliverLocked(int pick,
   return std::optional<Batch>(std::move(batch));
 }
 
-Result<std::optional<Batch>> LoaderCore::Next() {
+Result<std::optional<Batch>> LoaderCore::Next(std::optional<Clock::time_point> until,
+                                              bool* timed_out) {
+  if (timed_out != nullptr) *timed_out = false;
+  if (ForkedAfterThreadsStarted()) return std::unexpected(ForkedError());
   auto t0 = Clock::now();
   std::unique_lock lock(mutex_);
   int64_t traced_batch = -1;  // the "next" span's argument
@@ -601,9 +604,18 @@ Result<std::optional<Batch>> LoaderCore::Next() {
                        "destroy batches you no longer need, or raise output.prefetch");
     }
     PumpLocked();
+    if (until && Clock::now() >= *until) {  // checked after a last look for a batch
+      if (timed_out != nullptr) *timed_out = true;
+      done_waiting();
+      return std::optional<Batch>();
+    }
     const bool traced = trace_->on();
     const Clock::time_point wait_begin = traced ? Clock::now() : Clock::time_point{};
-    cv_.wait(lock);
+    if (until) {
+      cv_.wait_until(lock, *until);
+    } else {
+      cv_.wait(lock);
+    }
     if (traced) trace_->Span(TraceRecorder::kConsumerTrack, "wait", wait_begin, Clock::now());
   }
 }

@@ -86,7 +86,11 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   // Stops scheduling and waits until every worker task has returned.
   void Shutdown();
 
-  Result<std::optional<Batch>> Next();
+  // Loader::Next; with `until`, Loader::NextWithin (returns an empty optional
+  // with *timed_out set when nothing was ready by then).
+  Result<std::optional<Batch>> Next(
+      std::optional<std::chrono::steady_clock::time_point> until = std::nullopt,
+      bool* timed_out = nullptr);
   LoaderState State() const;
   Status Restore(const LoaderState& state);
   LoaderStats Stats() const;

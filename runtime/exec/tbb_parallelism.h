@@ -10,7 +10,17 @@
 
 #include <cstddef>
 
+#include "sluice/result.h"
+
 namespace sluice::runtime {
+
+// True in a child forked after this process started a loader's threads:
+// oneTBB's worker threads do not survive fork(), so a loader there (inherited
+// or new) would wait forever. Loader::Create and Next then fail with
+// ForkedError() instead.
+bool ForkedAfterThreadsStarted();
+// kUnsupported, saying so and how to start such processes instead.
+Error ForkedError();
 
 class ParallelismLease {
  public:

@@ -159,29 +159,23 @@ print("destroyed in %.2f s" % (time.monotonic() - start))
 """
 
 
-def test_destroying_a_loader_lets_other_python_threads_run(tmp_root):
-    # Destroying a loader waits for its started workers. Here the worker is
-    # stuck in a read that only another Python thread of the same process can
-    # end (a real case: a loader freed by the garbage collector while its
-    # remote requests wait on a loopback server thread of the process). If
-    # the destructor held the GIL, that thread could never run: a deadlock.
+def _stalled_pipe_plan(tmp_root, name):
+    """A plan over four samples that are one named pipe without a writer, and
+    the data folder: with allow_outside_root an unconfined read is a plain
+    blocking open(), which the pipe stalls in the kernel as hung storage
+    would; read_timeout 0: the worker itself waits in it."""
     import os
-    import subprocess
-    import sys
 
     from conftest import FAST_TARGETS
 
-    root = os.path.join(tmp_root, "destroy_gil")
+    root = os.path.join(tmp_root, name)
     os.makedirs(root, exist_ok=True)
     fifo = os.path.join(root, "stalled.jpg")
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
     with open(os.path.join(root, "list.csv"), "w") as f:
         f.write("path,label\n" + "stalled.jpg,0\n" * 4)
-    # allow_outside_root: an unconfined read is a plain blocking open(), which
-    # a pipe without a writer stalls in the kernel as hung storage would;
-    # read_timeout 0: the worker itself waits in it.
-    spec = ("sluice: 1\nname: destroy_gil\n"
+    spec = ("sluice: 1\nname: " + name + "\n"
             "source: {format: file_list, path: \"${DATA}/list.csv\", path_column: path, "
             "label_column: label, allow_outside_root: true, read_timeout: 0}\n"
             "sampling: {order: sequential}\ngraph:\n"
@@ -189,8 +183,21 @@ def test_destroying_a_loader_lets_other_python_threads_run(tmp_root):
             "  - center_crop: {size: [8, 8]}\n"
             "batch: {size: 2, fields: {image: image, label: cls}}\n"
             "output: {device: cpu, on_error: {policy: skip, max_fraction: 1.0}}\n")
-    plan = os.path.join(root, "destroy_gil.plan")
+    plan = os.path.join(root, name + ".plan")
     sluice.compile(spec, plan, cpu_targets=FAST_TARGETS, cuda=False)
+    return root, plan
+
+
+def test_destroying_a_loader_lets_other_python_threads_run(tmp_root):
+    # Destroying a loader waits for its started workers. Here the worker is
+    # stuck in a read that only another Python thread of the same process can
+    # end (a real case: a loader freed by the garbage collector while its
+    # remote requests wait on a loopback server thread of the process). If
+    # the destructor held the GIL, that thread could never run: a deadlock.
+    import subprocess
+    import sys
+
+    root, plan = _stalled_pipe_plan(tmp_root, "destroy_gil")
     try:
         done = subprocess.run([sys.executable, "-c", DESTROY_CHILD, root, plan],
                               capture_output=True, text=True, timeout=30)
@@ -198,3 +205,65 @@ def test_destroying_a_loader_lets_other_python_threads_run(tmp_root):
         pytest.fail("destroying the loader held the GIL: the thread that ends its read never ran")
     assert done.returncode == 0, done.stderr
     assert "destroyed in" in done.stdout, done.stdout
+
+
+INTERRUPT_CHILD = r"""
+import os, signal, sys, threading, time
+import sluice
+root = sys.argv[1]
+loader = sluice.load(sys.argv[2], vars={"DATA": root}).loader(threads=1)
+threading.Timer(0.5, lambda: signal.raise_signal(signal.SIGINT)).start()
+start = time.monotonic()
+try:
+    loader.next()  # its only worker waits in open() of the pipe, without a deadline
+    print("returned")
+except KeyboardInterrupt:
+    print("interrupted after %.2f s" % (time.monotonic() - start), flush=True)
+os.close(os.open(os.path.join(root, "stalled.jpg"), os.O_WRONLY))  # let the worker go
+"""
+
+
+def test_ctrl_c_interrupts_a_next_that_waits(tmp_root):
+    # next() waits in slices and checks for signals between them: Ctrl-C
+    # reaches a training script whose storage hangs (it waited for the read).
+    import subprocess
+    import sys
+
+    root, plan = _stalled_pipe_plan(tmp_root, "interrupt_next")
+    try:
+        done = subprocess.run([sys.executable, "-c", INTERRUPT_CHILD, root, plan],
+                              capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("Ctrl-C did not interrupt next()")
+    assert "interrupted after" in done.stdout, done.stdout + done.stderr
+    assert float(done.stdout.split("after ")[1].split(" s")[0]) < 5
+
+
+def _next_in_forked_child(plan_path, data, queue):
+    try:
+        sluice.load(plan_path, vars={"DATA": data}).loader(threads=1).next()
+        queue.put("ok")
+    except sluice.UnsupportedError as e:
+        queue.put(str(e))
+
+
+def test_a_child_forked_after_a_loader_started_gets_an_error_not_a_hang(eval_plan, eval_plan_dir,
+                                                                        dataset):
+    # oneTBB's worker threads do not survive fork(): a loader in such a child
+    # waited forever. Now Create and next() say so and how to start it.
+    import multiprocessing
+
+    parent = eval_plan.loader(threads=1)
+    assert parent.next() is not None
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_next_in_forked_child, args=(eval_plan_dir, dataset, queue))
+    child.start()
+    child.join(30)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive, "the forked child hung"
+    message = queue.get(timeout=5)
+    assert "forked after it started a Sluice loader's threads" in message, message
+    assert "spawn" in message

@@ -17,7 +17,6 @@ size_t TbbLimit() {
 TEST(ParallelismLease, TheLargestLiveRequestHolds) {
   // Larger than any other test's loader, whose lease may still be alive in
   // a one-process run (a Batch keeps its loader's core).
-  const size_t before = ParallelismLease::CurrentLimit();
   std::optional<ParallelismLease> wide(std::in_place, 201);
   EXPECT_EQ(TbbLimit(), 201u);
   {
@@ -28,7 +27,7 @@ TEST(ParallelismLease, TheLargestLiveRequestHolds) {
     wide.reset();
     EXPECT_EQ(TbbLimit(), 201u);  // `same` still asks for 201
   }
-  EXPECT_EQ(ParallelismLease::CurrentLimit(), before);
+  EXPECT_LT(ParallelismLease::CurrentLimit(), 201u);  // ours are gone
 }
 
 }  // namespace

@@ -136,6 +136,21 @@ TEST_F(ReadDeadlineTest, DestroyingALoaderWithAStalledReadReturns) {
   EXPECT_LT(Clock::now() - start, 5s);
 }
 
+// NextWithin returns when its wait is over, with nothing ready (the only
+// sample being made waits on the pipe): what lets Python check for Ctrl-C.
+TEST_F(ReadDeadlineTest, NextWithinReturnsWhenItsWaitIsOver) {
+  auto loader = Make(PlanWith("skip", 3600));
+  ASSERT_TRUE(loader) << loader.error().ToString();
+  bool timed_out = false;
+  const auto start = Clock::now();
+  auto next = loader->NextWithin(100ms, &timed_out);
+  ASSERT_TRUE(next) << next.error().ToString();
+  EXPECT_TRUE(timed_out);
+  EXPECT_FALSE(next->has_value());
+  EXPECT_LT(Clock::now() - start, 5s);
+  ReleaseFifo();
+}
+
 // set_epoch / load_state_dict restart the loader: they drain its workers,
 // and a worker inside a stalled read must not hold them for read_timeout
 // (3600 s here). The epoch restarted then runs as before.
