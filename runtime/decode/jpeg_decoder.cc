@@ -163,6 +163,16 @@ int DctScaleDenom(const PixelRect& crop, const DecodeRequest& req) {
   return 1;
 }
 
+// True when an EOI marker (FF D9) follows `from`. In entropy-coded data an
+// FF byte is followed by 00 or a restart marker, so an FF D9 there is the
+// EOI; a file cut short has none.
+bool HasEoiAfter(std::span<const uint8_t> data, size_t from) {
+  for (size_t i = data.size(); i >= from + 2; --i) {
+    if (data[i - 2] == 0xFF && data[i - 1] == 0xD9) return true;
+  }
+  return false;
+}
+
 // All libjpeg calls of a decode. It may longjmp out, so it creates no C++
 // objects with destructors; `out` is only resized (before any row is read).
 BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const DecodeRequest& req,
@@ -171,6 +181,7 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
   char* msg = d.err.message;
   jpeg_mem_src(cinfo, data.data(), static_cast<unsigned long>(data.size()));
   jpeg_read_header(cinfo, TRUE);
+  const size_t scan_start = static_cast<size_t>(cinfo->src->next_input_byte - data.data());
   PixelRect crop;
   if (BodyStatus st = CheckDecodeRequest(*cinfo, req, msg, &crop); st != BodyStatus::kOk) {
     return st;
@@ -226,6 +237,19 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
       return BodyStatus::kCorrupt;
     }
     if (cmyk) ConvertCmykRow(tmp[0], dst, ow, inverted, gray);
+  }
+  // A crop that ends above the last row leaves the rest of the data unread,
+  // so a file cut short below it looked good: whether a sample was bad
+  // depended on its random crop. Without an EOI the rest is read (skipped),
+  // and a short file is found as a full decode finds it.
+  // (A skip to the very end reads nothing: skip to the last row, read it.)
+  const int rows_left = sh - static_cast<int>(cinfo->output_scanline);
+  if (rows_left > 0 && !HasEoiAfter(data, scan_start)) {
+    if (rows_left > 1) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(rows_left - 1));
+    JSAMPARRAY last = (*cinfo->mem->alloc_sarray)(
+        reinterpret_cast<j_common_ptr>(cinfo), JPOOL_IMAGE,
+        static_cast<JDIMENSION>(ow) * static_cast<JDIMENSION>(cinfo->output_components), 1);
+    jpeg_read_scanlines(cinfo, last, 1);
   }
   jpeg_abort_decompress(cinfo);
 
