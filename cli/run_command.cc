@@ -20,17 +20,24 @@
 // (Loader::StartTrace; open it in https://ui.perfetto.dev or chrome://tracing).
 // --report FILE writes a self-contained HTML report (cli/report/run_report.h):
 // the loader's statistics sampled during the run, charts as inline SVG.
+// Ctrl-C (SIGINT) or SIGTERM stops the run between batches; it then finishes
+// as usual (trace, report saying "interrupted", bad-sample list, summary) and
+// exits 130. A second signal while it finishes kills it (the default action).
 // See docs/observability.md.
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <limits>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -46,6 +53,65 @@
 
 namespace sluice::cli {
 namespace {
+
+// Set by SIGINT/SIGTERM during `sluice run`; the batch loop stops when set.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+// The first signal asks the run to stop; the handler then gives the signal
+// its default action back, so a second one ends the process.
+extern "C" void OnInterrupt(int sig) {
+  g_interrupted = 1;
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+}
+
+// Installs OnInterrupt for SIGINT and SIGTERM (restores the old actions when
+// destroyed).
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    // An ignored SIGINT (a background job of a script) stays ignored.
+    if (old_int_.sa_handler == SIG_IGN) ::sigaction(SIGINT, &old_int_, nullptr);
+  }
+  ~InterruptGuard() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+bool Interrupted() { return g_interrupted != 0; }
+
+// True when `path` can be written, without creating or changing it: an
+// existing file is opened for appending; otherwise the file is created and
+// removed again.
+bool CanWrite(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return true;
+  }
+  if (errno != EEXIST) return false;
+  fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
 
 std::string Ms(double seconds) {
   char buf[32];
@@ -210,11 +276,13 @@ int ParseRunArgs(const Args& args, RunArgs& out) {
 
 // What the batch loop did.
 struct RunOutcome {
-  uint64_t done = 0;       // batches taken
-  uint64_t epoch = 0;      // the epoch the run ended in
-  uint64_t bad_lines = 0;  // lines written to --bad-samples
-  double elapsed = 0;      // seconds, first Next() to the last batch
-  int rc = 0;              // 0, or 1 after an error (printed)
+  uint64_t done = 0;         // batches taken
+  uint64_t epoch = 0;        // the epoch the run ended in
+  uint64_t bad_lines = 0;    // lines written to --bad-samples
+  double elapsed = 0;        // seconds, first Next() to the last batch
+  int rc = 0;                // 0, or 1 after an error (printed)
+  bool interrupted = false;  // stopped by SIGINT/SIGTERM
+  uint64_t total = 0;        // batches asked for
 };
 
 // Takes `total` batches as a trainer would (touching nothing but the handles),
@@ -224,6 +292,7 @@ RunOutcome TakeBatches(Loader& loader, uint64_t total, std::ofstream& bad_out,
                        report::RunRecorder* recorder, report::ReportData& report_data,
                        size_t report_bad_limit) {
   RunOutcome r;
+  r.total = total;
   r.epoch = loader.State().epoch;
   Progress bar("run", total, "batches");  // drawn only when stderr is a terminal
   const auto start = std::chrono::steady_clock::now();
@@ -232,7 +301,14 @@ RunOutcome TakeBatches(Loader& loader, uint64_t total, std::ofstream& bad_out,
   };
   if (recorder) recorder->Observe(loader, true);
   while (r.done < total) {
-    auto next = loader.Next();
+    if (Interrupted()) {
+      r.interrupted = true;
+      break;
+    }
+    // Waits in slices so that a signal is seen while no batch is ready.
+    bool timed_out = false;
+    auto next = loader.NextWithin(std::chrono::milliseconds(100), &timed_out);
+    if (next && !*next && timed_out) continue;
     if (!next) {
       bar.Clear();
       std::cerr << next.error().ToString() << "\n";
@@ -324,9 +400,9 @@ void PrintSummary(const Plan& plan, const RunArgs& a, const Loader& loader, cons
 
 // Fills the rest of `data` and writes the HTML report; false (printed) when
 // it cannot be written.
-bool WriteRunReport(const Plan& plan, const RunArgs& a, const Loader& loader,
-                    const LoaderStats& s, const RunOutcome& r, double peak_rss_mb,
-                    const report::RunRecorder& recorder, report::ReportData& data) {
+bool WriteRunReport(const Plan& plan, const RunArgs& a, const Loader& loader, const LoaderStats& s,
+                    const RunOutcome& r, double peak_rss_mb, const report::RunRecorder& recorder,
+                    report::ReportData& data) {
   data.title = plan.name();
   data.plan = PlanSummary(plan, a.plan_path, loader, s);
   data.machine = report::MachineSummary();
@@ -343,7 +419,10 @@ bool WriteRunReport(const Plan& plan, const RunArgs& a, const Loader& loader,
        "p50 " + Ms(s.latency_p50) + ", p99 " + Ms(s.latency_p99) + ", max " + Ms(s.latency_max)},
       {"consumer waited", report::Num(s.consumer_wait_seconds) + " s"},
       {"peak RSS", report::Num(peak_rss_mb, 1) + " MB"},
-      {"result", r.rc == 0 ? "completed" : "stopped by an error (see stderr)"}};
+      {"result", r.rc != 0       ? "stopped by an error (see stderr)"
+                 : r.interrupted ? "interrupted (SIGINT/SIGTERM) after " + std::to_string(r.done) +
+                                       " of " + std::to_string(r.total) + " batches"
+                                 : "completed"}};
   std::string error;
   if (!report::WriteReport(a.report_path, data, error)) {
     std::cerr << "sluice: error: " << error << "\n";
@@ -380,11 +459,11 @@ int Run(const Args& args) {
   if (!a.bad_samples_path.empty()) {
     bad_out.open(a.bad_samples_path, std::ios::trunc);
     if (!bad_out) {
-      std::cerr << "sluice: error: cannot open --bad-samples file `" << a.bad_samples_path
-                << "`\n";
+      std::cerr << "sluice: error: cannot open --bad-samples file `" << a.bad_samples_path << "`\n";
       return 1;
     }
   }
+  InterruptGuard interrupt_guard;  // from here a signal stops the run, see above
   if (!a.trace_path.empty()) {
     if (Status st = loader->StartTrace(a.trace_path); !st) {
       std::cerr << st.error().ToString() << "\n";
@@ -396,14 +475,18 @@ int Run(const Args& args) {
   constexpr size_t kReportBadLimit = 200;
   if (!a.report_path.empty()) {
     // Fail before the run, not after it, when the report cannot be written.
-    if (!std::ofstream(a.report_path, std::ios::app)) {
+    if (!CanWrite(a.report_path)) {
       std::cerr << "sluice: error: cannot open report file `" << a.report_path << "`\n";
       return 1;
     }
     recorder.emplace(0.1);
   }
-  RunOutcome r = TakeBatches(*loader, total, bad_out, recorder ? &*recorder : nullptr,
-                             report_data, kReportBadLimit);
+  RunOutcome r = TakeBatches(*loader, total, bad_out, recorder ? &*recorder : nullptr, report_data,
+                             kReportBadLimit);
+  if (r.interrupted) {
+    std::cerr << "sluice: interrupted after " << r.done << " of " << total
+              << " batches; finishing (interrupt again to quit now)\n";
+  }
   std::optional<uint64_t> trace_dropped;
   if (!a.trace_path.empty()) {
     auto stopped = loader->StopTrace();
@@ -423,6 +506,7 @@ int Run(const Args& args) {
     CollectBad(*loader, r.epoch, report_data, kReportBadLimit);
     if (!WriteRunReport(*plan, a, *loader, s, r, peak_rss_mb, *recorder, report_data)) r.rc = 1;
   }
+  if (r.rc == 0 && r.interrupted) return 130;  // 128 + SIGINT, as shells report it
   return r.rc;
 }
 

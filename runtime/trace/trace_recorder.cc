@@ -4,6 +4,7 @@
 // timestamps in microseconds from Start.
 #include "runtime/trace/trace_recorder.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,7 +47,9 @@ TraceRecorder::TraceRecorder(int workers, std::function<std::string(uint64_t)> n
       tracks_(static_cast<size_t>(kFirstWorkerTrack + workers)) {}
 
 TraceRecorder::~TraceRecorder() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (file_ == nullptr) return;
+  std::fclose(file_);  // never stopped: `path_` is left as it was
+  if (write_path_ != path_) std::remove(write_path_.c_str());
 }
 
 const char* TraceRecorder::ArgName(const char* span, int which) {
@@ -72,10 +75,16 @@ Status TraceRecorder::Start(const std::string& path, size_t max_events) {
                      "a trace is already being written to `" + path_ + "`",
                      "stop it (stop_trace / StopTrace) before starting another");
   }
-  std::FILE* f = std::fopen(path.c_str(), "w");
+  // Events go to `path`.tmp, renamed over `path` by Stop: `path` is never
+  // left truncated or half written. A path that names something other than a
+  // regular file (/dev/stdout, a FIFO) is written directly.
+  struct stat st {};
+  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const std::string write_path = special ? path : path + ".tmp";
+  std::FILE* f = std::fopen(write_path.c_str(), "w");
   if (f == nullptr) {
     return MakeError(ErrorCode::kIo,
-                     "cannot open trace file `" + path + "`: " + std::strerror(errno));
+                     "cannot open trace file `" + write_path + "`: " + std::strerror(errno));
   }
   if (max_events == 0) max_events = kDefaultMaxEvents;
   if (max_events != capacity_) {
@@ -91,6 +100,7 @@ Status TraceRecorder::Start(const std::string& path, size_t max_events) {
   }
   file_ = f;
   path_ = path;
+  write_path_ = write_path;
   start_ns_ = Ns(Clock::now());
   on_.store(true, std::memory_order_seq_cst);
   return Ok();
@@ -127,8 +137,17 @@ Result<uint64_t> TraceRecorder::Stop() {
   Status written = Write(dropped);
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
+  const bool renamed =
+      closed && static_cast<bool>(written) &&
+      (write_path_ == path_ || std::rename(write_path_.c_str(), path_.c_str()) == 0);
+  const int rename_errno = errno;
+  if (!renamed && write_path_ != path_) std::remove(write_path_.c_str());
   if (!written) return std::unexpected(written.error());
-  if (!closed) return MakeError(ErrorCode::kIo, "cannot write trace file `" + path_ + "`");
+  if (!closed) return MakeError(ErrorCode::kIo, "cannot write trace file `" + write_path_ + "`");
+  if (!renamed) {
+    return MakeError(ErrorCode::kIo, "cannot rename trace file `" + write_path_ + "` to `" + path_ +
+                                         "`: " + std::strerror(rename_errno));
+  }
   return dropped;
 }
 
@@ -251,7 +270,7 @@ Status TraceRecorder::Write(uint64_t& dropped) {
          "],\"dropped_events\":" + std::to_string(dropped) + "}}\n";
   if (std::fwrite(out.data(), 1, out.size(), file_) != out.size() || std::ferror(file_)) {
     return MakeError(ErrorCode::kIo,
-                     "cannot write trace file `" + path_ + "`: " + std::strerror(errno));
+                     "cannot write trace file `" + write_path_ + "`: " + std::strerror(errno));
   }
   return Ok();
 }

@@ -73,11 +73,14 @@ class TraceRecorder {
   TraceRecorder(int workers, std::function<std::string(uint64_t)> name_sample);
   ~TraceRecorder();
 
-  // Opens `path` for writing (kIo when it cannot be), allocates the buffers
+  // Opens `path`.tmp for writing (kIo when it cannot be; `path` itself when
+  // it exists and is not a regular file), allocates the buffers
   // on first use (`max_events` per track; 0 = kDefaultMaxEvents) and turns
   // recording on. kInvalidArgument when a trace is already running.
   Status Start(const std::string& path, size_t max_events = 0);
-  // Turns recording off and writes the file. Returns the number of events
+  // Turns recording off, writes the file and renames it over `path` (so
+  // `path` is complete or untouched; a recorder destroyed without Stop
+  // removes the .tmp file). Returns the number of events
   // dropped because a track's buffer was full. kInvalidArgument when no trace
   // is running, kIo when writing failed.
   Result<uint64_t> Stop();
@@ -129,6 +132,7 @@ class TraceRecorder {
   std::atomic<bool> on_{false};
   std::FILE* file_ = nullptr;
   std::string path_;
+  std::string write_path_;  // `path_`.tmp (or `path_` when not a regular file)
   int64_t start_ns_ = 0;
 };
 

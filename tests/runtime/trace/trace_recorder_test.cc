@@ -1,8 +1,8 @@
 // TraceRecorder on its own: the file is Chrome trace-event JSON with named
 // tracks, spans carry their arguments (index, path, named a1/a2), counters and
 // async pairs are written, a full track drops and counts its later events,
-// Start/Stop misuse and unwritable paths are errors, and a trace can be
-// restarted.
+// Start/Stop misuse and unwritable paths are errors, a trace can be
+// restarted, and the file is replaced at Stop (never truncated at Start).
 #include "runtime/trace/trace_recorder.h"
 
 #include <gtest/gtest.h>
@@ -177,6 +177,32 @@ TEST(TraceRecorderTest, MisuseAndUnwritablePathsAreErrors) {
   int spans = 0;
   for (const auto& e : j["traceEvents"]) spans += e["ph"] == "X";
   EXPECT_EQ(spans, 1);
+}
+
+// The file is written to PATH.tmp and renamed over PATH at Stop: PATH keeps
+// its old contents until then, and a recorder destroyed without Stop (a
+// process that dies mid-run) leaves PATH as it was and no .tmp behind.
+TEST(TraceRecorderTest, PathIsReplacedAtStopNotTruncatedAtStart) {
+  const fs::path path = TempFile("trace_replace");
+  const fs::path tmp = path.string() + ".tmp";
+  std::ofstream(path) << "old";
+  {
+    TraceRecorder trace(1, Name);
+    ASSERT_TRUE(trace.Start(path.string()));
+    EXPECT_EQ(fs::file_size(path), 3u);
+    EXPECT_TRUE(fs::exists(tmp));
+  }
+  EXPECT_EQ(fs::file_size(path), 3u);
+  EXPECT_FALSE(fs::exists(tmp));
+  TraceRecorder trace(1, Name);
+  ASSERT_TRUE(trace.Start(path.string()));
+  const Clock::time_point t0 = Clock::now();
+  trace.Span(TraceRecorder::kConsumerTrack, "next", t0, t0);
+  ASSERT_TRUE(trace.Stop());
+  EXPECT_FALSE(fs::exists(tmp));
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  EXPECT_TRUE(j["traceEvents"].is_array());
 }
 
 TEST(TraceRecorderTest, StopWhileWritersRunKeepsTheFileValid) {
