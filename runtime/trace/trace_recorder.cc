@@ -17,10 +17,30 @@
 namespace sluice::runtime {
 namespace {
 
-// JSON string body for `s` (quotes, backslashes, control bytes escaped; bytes
-// that are not UTF-8 pass through: names come from file systems).
+// The length of the valid UTF-8 sequence at s[i] (2 to 4 bytes; no overlong
+// forms or surrogates), or 0.
+size_t Utf8SequenceAt(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  const size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xF0 && c <= 0xF4                             ? 4
+                                                                        : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  const unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+  const unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// JSON string body for `s`: quotes, backslashes and control bytes escaped,
+// UTF-8 (names in any script) kept as it is, and a byte that is not UTF-8
+// (a Latin-1 file name) written as U+FFFD, as Sluice's other JSON does.
 void AppendEscaped(std::string& out, std::string_view s) {
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -29,14 +49,16 @@ void AppendEscaped(std::string& out, std::string_view s) {
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
     } else if (c >= 0x80) {
-      // Keep JSON valid for parsers that reject invalid UTF-8: escape as a
-      // Latin-1 code point (readable for ASCII-heavy names).
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
+      if (const size_t n = Utf8SequenceAt(s, i); n > 0) {
+        out.append(s.substr(i, n));
+        i += n;
+        continue;
+      }
+      out += "\\ufffd";
     } else {
       out += static_cast<char>(c);
     }
+    ++i;
   }
 }
 

@@ -98,6 +98,33 @@ TEST(TraceRecorderTest, WritesSpansCountersAsyncAndThreadNames) {
   EXPECT_EQ(j["otherData"]["dropped_events"], 0);
 }
 
+// Names in any script stay as they are (猫 was written byte by byte as
+// Latin-1 code points); a byte that is not UTF-8 becomes U+FFFD; quotes and
+// control bytes are escaped. The file parses as JSON either way.
+TEST(TraceRecorderTest, SampleNamesKeepTheirUtf8) {
+  const std::vector<std::string> names = {"\xe7\x8c\xab_1.jpg", "caf\xe9.jpg", "a\"b\\c\n.jpg",
+                                          "\xed\xa0\x80.jpg", "\xf0\x9f\x90\x88.png"};
+  const std::vector<std::string> parsed = {"\xe7\x8c\xab_1.jpg", "caf\xef\xbf\xbd.jpg",
+                                           "a\"b\\c\n.jpg", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd.jpg",
+                                           "\xf0\x9f\x90\x88.png"};
+  TraceRecorder trace(1, [&](uint64_t i) { return names[i]; });
+  const fs::path path = TempFile("trace_utf8");
+  ASSERT_TRUE(trace.Start(path.string()));
+  const Clock::time_point t0 = Clock::now();
+  for (uint64_t i = 0; i < names.size(); ++i) {
+    trace.Span(TraceRecorder::kFirstWorkerTrack, "sample", t0, t0 + std::chrono::microseconds(1),
+               i, 0, 0);
+  }
+  ASSERT_TRUE(trace.Stop());
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  std::vector<std::string> got;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") got.push_back(e["args"]["path"]);
+  }
+  EXPECT_EQ(got, parsed);
+}
+
 TEST(TraceRecorderTest, ChildSpansWithoutTheirSampleSpanAreNotWritten) {
   TraceRecorder trace(1, Name);
   const fs::path path = TempFile("trace_orphans");
