@@ -8,10 +8,13 @@
 
 Tensors come from the batch buffer through DLPack without a copy; they keep
 the buffer alive until they are dropped. pin_memory=True copies each batch into
-page-locked memory (needs CUDA); device="cuda:0" (or a plan whose
-output.device is cuda) moves it to the GPU with non_blocking=True. (The
-runtime executes on the CPU today; a plan's GPU stage is not built yet, so
-batches always leave the runtime in host memory.)
+page-locked memory (needs CUDA; only host tensors are pinned); device=
+"cuda:0" (or a plan whose output.device is cuda) moves it to the GPU with
+non_blocking=True. `device` also reaches plan.loader(device=...): for a plan
+that places work on the GPU (docs/python.md "Device tensors"), the fields
+computed there are already CUDA tensors (no copy), and device="cpu" runs the
+whole chain on the CPU so every tensor is a host tensor. Without a GPU stage
+batches leave the runtime in host memory.
 
 Sharding: rank and world_size come from torch.distributed when it is
 initialized, else the RANK / WORLD_SIZE environment variables (torchrun), else
@@ -107,7 +110,7 @@ class StatefulDataLoader:
         out = {}
         for name, t in batch.items():
             x = _torch.from_dlpack(t)
-            if self._pin:
+            if self._pin and x.device.type == "cpu":
                 x = x.pin_memory()
             if self._device is not None:
                 x = x.to(self._device, non_blocking=True)
@@ -165,15 +168,30 @@ def loader(plan: _Plan, rank: Optional[int] = None, world_size: Optional[int] = 
            epoch: int = 0, seed: Optional[int] = None, pin_memory: bool = False,
            device: "Optional[str | _torch.device]" = None, **overrides: Any) -> StatefulDataLoader:
     """A loader over `plan` yielding torch tensors (see the module doc).
-    pin_memory: page-locked host copies (needs CUDA); device: where batches
-    go (e.g. local_device()), with non_blocking copies."""
+    pin_memory: page-locked copies of the host tensors (needs CUDA); device:
+    where batches go (e.g. local_device()), with non_blocking copies. It is
+    also plan.loader's device: "cpu" (or torch.device("cpu")) runs the whole
+    chain on the CPU, "cuda" / "cuda:N" runs a GPU-placed plan's GPU stages
+    on that device (UnsupportedError when it is not usable); None follows the
+    plan's output.device."""
     if rank is None and world_size is None:
         rank, world_size = distributed_rank_world()
-    if device is None:
+    plan_device: Optional[str] = None
+    if device is not None:
+        dev = _torch.device(device)
+        if dev.type == "cpu":
+            plan_device = "cpu"
+        elif dev.type == "cuda" and str(plan.placement_device).startswith("cuda"):
+            # Only a plan with a GPU stage: for a host-only plan the C++ loader
+            # would warn that batches stay on the host, and this wrapper moves
+            # them to `device` anyway.
+            plan_device = "cuda" if dev.index is None else "cuda:%d" % dev.index
+    else:
         out_device = str(plan.output.get("device", "cpu"))
         if out_device.startswith("cuda"):
             device = out_device
-    inner = plan.loader(rank=rank, world_size=world_size, epoch=epoch, seed=seed, **overrides)
+    inner = plan.loader(rank=rank, world_size=world_size, epoch=epoch, seed=seed,
+                        device=plan_device, **overrides)
     return StatefulDataLoader(inner, pin_memory=pin_memory, device=device)
 
 

@@ -210,3 +210,80 @@ def test_stream_protocol_without_host_wait(gpu_plan):
     with pytest.raises(sluice.InvalidArgumentError, match="ambiguous"):
         b["image"].__dlpack__(stream=0)
     torch.cuda.synchronize()
+
+
+# ---- sluice.torch: device= reaches plan.loader ---------------------------------------
+
+CUDA_SPEC = TRAIN_SPEC.replace("name: py_train", "name: py_train_cuda").replace(
+    "device: cpu", "device: cuda")
+
+
+@pytest.fixture(scope="module")
+def cuda_output_plan(tmp_root, dataset):
+    """output.device: cuda, compiled without CUDA kernels (no GPU stage): its
+    loader warns that batches stay on the host unless device="cpu" is asked."""
+    out = os.path.join(tmp_root, "train_cuda_out.plan")
+    sluice.compile(CUDA_SPEC, out, cpu_targets=FAST_TARGETS, cuda=False)
+    return sluice.load(out, vars={"DATA": dataset})
+
+
+@pytest.mark.parametrize("as_torch_device", [False, True])
+def test_torch_loader_device_cpu_reaches_plan_loader(cuda_output_plan, as_torch_device):
+    torch = pytest.importorskip("torch")
+    import sluice.torch
+
+    assert cuda_output_plan.loader(threads=1).stats()["warnings"] != []  # follows the plan
+    device = torch.device("cpu") if as_torch_device else "cpu"
+    loader = sluice.torch.loader(cuda_output_plan, rank=0, world_size=1, device=device,
+                                 threads=2)
+    b = next(iter(loader))
+    assert b["image"].device.type == "cpu" and b["label"].device.type == "cpu"
+    stats = loader.stats()
+    # device="cpu" is plan.loader's: the CPU path, asked for, so no warning.
+    assert stats["device"] == "cpu"
+    assert stats["warnings"] == []
+
+
+@pytest.mark.parametrize("placement", ["cuda:0", "cpu"])
+def test_torch_loader_passes_the_device_to_plan_loader(train_plan, monkeypatch, placement):
+    torch = pytest.importorskip("torch")
+    import sluice.torch
+
+    seen = []
+    real = train_plan.loader
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("device"))
+        kwargs["device"] = "cpu"  # runs here without a GPU
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_plan, "loader", spy)
+    # A plan whose placement put a stage on the GPU, on a machine with CUDA.
+    monkeypatch.setattr(sluice.Plan, "placement_device", property(lambda self: placement))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for device in ("cpu", torch.device("cpu"), torch.device("cuda", 0), "cuda:1", "cuda",
+                   None):
+        sluice.torch.loader(train_plan, rank=0, world_size=1, device=device, threads=1)
+    if placement == "cuda:0":
+        assert seen == ["cpu", "cpu", "cuda:0", "cuda:1", "cuda", None]
+    else:
+        # No GPU stage: cuda is torch's copy alone (the C++ loader would warn
+        # that batches stay on the host).
+        assert seen == ["cpu", "cpu", None, None, None, None]
+
+
+@needs_gpu
+def test_torch_loader_pins_host_tensors_only(gpu_plan):
+    import torch
+    import sluice.torch
+
+    loader = sluice.torch.loader(gpu_plan, rank=0, world_size=1, pin_memory=True, threads=2)
+    b = next(iter(loader))
+    assert b["image"].is_cuda  # the GPU stage's output, not pinned
+    assert b["label"].is_pinned()
+    cpu = sluice.torch.loader(gpu_plan, rank=0, world_size=1, device="cpu", pin_memory=True,
+                              threads=2)
+    b = next(iter(cpu))
+    assert not b["image"].is_cuda and b["image"].is_pinned()
+    assert cpu.stats()["device"] == "cpu"
+    torch.cuda.synchronize()
