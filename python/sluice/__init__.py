@@ -69,6 +69,46 @@ __version__: str = _sluice.__version__
 _OVERRIDES = ("threads", "prefetch", "in_flight", "relaxed_ordering", "dct_scaling")
 
 
+def _vars_dict(vars: "Optional[Mapping[Any, Any]]") -> Dict[str, str]:
+    """${VARS} values as the C++ side takes them: str keys, and values that
+    are str or os.PathLike (pathlib.Path) as their file system path."""
+    out: Dict[str, str] = {}
+    for k, v in (vars or {}).items():
+        try:
+            out[str(k)] = os.fspath(v)
+        except TypeError:
+            _sluice.raise_error(
+                "invalid_argument",
+                "vars[%r] must be a str or os.PathLike, got %s" % (k, type(v).__name__),
+                "pass the value as a string, e.g. str(%r)" % (v,),
+            )
+    return out
+
+
+def _count_knob(name: str, value: Any) -> int:
+    """A loader knob (threads, prefetch, in_flight): a positive int, or None
+    for auto (-1 on the C++ side)."""
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 1:
+        _sluice.raise_error(
+            "invalid_argument",
+            "%s must be a positive int, or None for auto; got %r" % (name, value),
+            "leave %s unset (None) to let the loader choose" % (name,),
+        )
+    return int(value)
+
+
+def _non_negative(name: str, value: Any) -> int:
+    """epoch / seed: an int >= 0."""
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 0:
+        _sluice.raise_error(
+            "invalid_argument",
+            "%s must be an int >= 0, got %r" % (name, value),
+        )
+    return int(value)
+
+
 def _is_spec_text(spec: str) -> bool:
     return "\n" in spec or spec.lstrip().startswith("sluice:")
 
@@ -150,7 +190,7 @@ def load(path: "str | os.PathLike[str]", vars: Optional[Mapping[str, str]] = Non
     none of the plan's targets), InvalidArgumentError (a ${VAR} the plan uses
     that `vars` does not bind; the message names it).
     """
-    return Plan(os.fspath(path), vars=vars or {}, _lazy=False)
+    return Plan(os.fspath(path), vars=_vars_dict(vars), _lazy=False)
 
 
 class _TempDir:
@@ -167,7 +207,7 @@ class Plan:
 
     def __init__(self, path: str, vars: Optional[Mapping[str, str]] = None, _lazy: bool = False):
         self._path = path
-        self._vars: Dict[str, str] = dict(vars or {})
+        self._vars: Dict[str, str] = _vars_dict(vars)
         self._core: Optional[_sluice.Plan] = None
         self._tmp: Optional[_TempDir] = None
         if not _lazy:
@@ -184,7 +224,7 @@ class Plan:
     def bind(self, **vars: str) -> "Plan":
         """A Plan on the same directory with ${VARS} bound (loaded now)."""
         merged = dict(self._vars)
-        merged.update(vars)
+        merged.update(_vars_dict(vars))
         plan = Plan(self._path, vars=merged)
         plan._tmp = self._tmp
         return plan
@@ -258,8 +298,9 @@ class Plan:
         wait_for_device: True: each batch's device work has completed when it
             is yielded. False: it is yielded once enqueued; torch.from_dlpack
             (DLPack stream protocol) makes the current stream wait on it.
-        overrides: loader knobs: threads, prefetch, in_flight (ints),
-            relaxed_ordering (bool), dct_scaling (bool).
+        overrides: loader knobs: threads, prefetch, in_flight (positive ints,
+            None = auto), relaxed_ordering (bool), dct_scaling (bool).
+        Errors: InvalidArgumentError for a knob < 1 and an epoch or seed < 0.
         """
         unknown = sorted(set(overrides) - set(_OVERRIDES))
         if unknown:
@@ -272,19 +313,15 @@ class Plan:
                 "rank and world_size go together (got rank=%r, world_size=%r)" % (rank, world_size),
             )
 
-        def knob(name: str) -> int:
-            v = overrides.get(name)
-            return -1 if v is None else int(v)
-
         core = _sluice.Loader(
             self._loaded(),
             rank=-1 if rank is None else int(rank),
             world_size=-1 if world_size is None else int(world_size),
-            epoch=int(epoch),
-            seed=None if seed is None else int(seed),
-            threads=knob("threads"),
-            prefetch=knob("prefetch"),
-            in_flight=knob("in_flight"),
+            epoch=_non_negative("epoch", epoch),
+            seed=None if seed is None else _non_negative("seed", seed),
+            threads=_count_knob("threads", overrides.get("threads")),
+            prefetch=_count_knob("prefetch", overrides.get("prefetch")),
+            in_flight=_count_knob("in_flight", overrides.get("in_flight")),
             relaxed_ordering=overrides.get("relaxed_ordering"),
             dct_scaling=bool(overrides.get("dct_scaling", False)),
             device=None if device is None else str(device),
@@ -345,7 +382,7 @@ class Loader:
 
     def set_epoch(self, epoch: int) -> None:
         """Restarts at the beginning of `epoch` (each epoch has its own order)."""
-        self._core.set_epoch(int(epoch))
+        self._core.set_epoch(_non_negative("epoch", epoch))
 
     def stats(self) -> Dict[str, Any]:
         """Throughput, latency percentiles, consumer wait time, bad samples,

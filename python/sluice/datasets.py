@@ -34,6 +34,8 @@ def pack(
     re-encode images larger than this on their longer side (JPEG at `quality`);
     threads: default every core. Returns a summary dict; raises sluice.Error
     (InvalidArgumentError, ...) on failure."""
+    from . import _vars_dict  # late: datasets.py is imported by the package itself
+
     result = _sluice.pack(
         os.fspath(spec_or_source),
         os.fspath(out_dir),
@@ -41,7 +43,7 @@ def pack(
         int(max_side or 0),
         int(quality),
         int(threads or 0),
-        dict(vars or {}),
+        _vars_dict(vars),
     )
     if "error" in result:
         e = result["error"]

@@ -72,14 +72,14 @@ def tune(
     knobs the spec left auto. Returns the best knobs, images_per_second and
     the trials. `plan` is a sluice.Plan (its bound vars are used, updated by
     `vars`) or a plan directory."""
-    from . import Plan  # late: tuning.py is imported by the package itself
+    from . import Plan, _vars_dict  # late: tuning.py is imported by the package itself
 
     bound: Dict[str, str] = {}
     if isinstance(plan, Plan):
         path, bound = plan.path, plan.vars
     else:
         path = os.fspath(plan)
-    bound.update(vars or {})
+    bound.update(_vars_dict(vars))
     result = _check(
         _sluice.tune_plan(
             path,

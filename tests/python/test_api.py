@@ -204,3 +204,39 @@ def test_bad_state_dict(eval_plan):
         loader.load_state_dict({"epoch": 0, "position": 0, "spec_hash": "0000"})
     with pytest.raises(sluice.InvalidArgumentError, match="position"):
         loader.load_state_dict({"epoch": 0, "spec_hash": eval_plan.spec_hash})
+
+
+def test_vars_accept_path_like(eval_plan_dir, dataset):
+    import pathlib
+
+    plan = sluice.load(pathlib.Path(eval_plan_dir), vars={"DATA": pathlib.Path(dataset)})
+    assert plan.vars == {"DATA": str(dataset)}
+    assert next(iter(plan.loader(threads=1)))["image"].shape == (8, 3, 32, 32)
+    rebound = plan.bind(DATA=pathlib.Path(dataset))
+    assert rebound.vars == {"DATA": str(dataset)}
+    with pytest.raises(sluice.InvalidArgumentError, match="DATA"):
+        sluice.load(eval_plan_dir, vars={"DATA": 3})
+
+
+@pytest.mark.parametrize("knob", ["threads", "prefetch", "in_flight"])
+@pytest.mark.parametrize("value", [0, -1, -5, 2.5, "4", True])
+def test_bad_loader_knob_is_invalid_argument(eval_plan, knob, value):
+    with pytest.raises(sluice.InvalidArgumentError, match=knob + " must be a positive int"):
+        eval_plan.loader(**{knob: value})
+
+
+def test_knob_none_is_auto(eval_plan):
+    loader = eval_plan.loader(threads=None, prefetch=None, in_flight=None)
+    assert loader.stats()["threads"] >= 1
+
+
+def test_negative_epoch_and_seed_are_invalid_argument(eval_plan):
+    with pytest.raises(sluice.InvalidArgumentError, match="epoch must be an int >= 0"):
+        eval_plan.loader(threads=1, epoch=-1)
+    with pytest.raises(sluice.InvalidArgumentError, match="seed must be an int >= 0"):
+        eval_plan.loader(threads=1, seed=-1)
+    loader = eval_plan.loader(threads=1, epoch=0, seed=0)
+    with pytest.raises(sluice.InvalidArgumentError, match="epoch must be an int >= 0"):
+        loader.set_epoch(-1)
+    loader.set_epoch(1)
+    assert loader.state_dict()["epoch"] == 1
