@@ -212,9 +212,10 @@ import os, signal, sys, threading, time
 import sluice
 root = sys.argv[1]
 loader = sluice.load(sys.argv[2], vars={"DATA": root}).loader(threads=1)
-threading.Timer(0.5, lambda: signal.raise_signal(signal.SIGINT)).start()
 start = time.monotonic()
 try:
+    # Inside the try: on a loaded machine the signal may come before next().
+    threading.Timer(1.0, lambda: signal.raise_signal(signal.SIGINT)).start()
     loader.next()  # its only worker waits in open() of the pipe, without a deadline
     print("returned")
 except KeyboardInterrupt:
@@ -236,7 +237,7 @@ def test_ctrl_c_interrupts_a_next_that_waits(tmp_root):
     except subprocess.TimeoutExpired:
         pytest.fail("Ctrl-C did not interrupt next()")
     assert "interrupted after" in done.stdout, done.stdout + done.stderr
-    assert float(done.stdout.split("after ")[1].split(" s")[0]) < 5
+    assert float(done.stdout.split("after ")[1].split(" s")[0]) < 10
 
 
 def _next_in_forked_child(plan_path, data, queue):
