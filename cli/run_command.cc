@@ -442,6 +442,7 @@ int Run(const Args& args) {
     std::cerr << plan.error().ToString() << "\n";
     return 1;
   }
+  a.options.trace_path = a.trace_path;  // from before the first sample
   auto loader = Loader::Create(*plan, a.options);
   if (!loader) {
     std::cerr << loader.error().ToString() << "\n";
@@ -464,12 +465,6 @@ int Run(const Args& args) {
     }
   }
   InterruptGuard interrupt_guard;  // from here a signal stops the run, see above
-  if (!a.trace_path.empty()) {
-    if (Status st = loader->StartTrace(a.trace_path); !st) {
-      std::cerr << st.error().ToString() << "\n";
-      return 1;
-    }
-  }
   std::optional<report::RunRecorder> recorder;
   report::ReportData report_data;
   constexpr size_t kReportBadLimit = 200;

@@ -124,6 +124,10 @@ struct LoaderOptions {
   // GPU path: Next() waits (host sync) until the batch's device work is done.
   // false: Next() returns once it is enqueued; wait on Batch::cuda_event().
   bool wait_for_device = true;
+  // Non-empty: StartTrace(trace_path) before the workers start, so the trace
+  // holds the first batches too (a StartTrace after Create misses the samples
+  // already under way). Stop it with StopTrace (or by destroying the loader).
+  std::string trace_path;
 };
 
 // A range [begin, end) of positions in an epoch's global order (below).

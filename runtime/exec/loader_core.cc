@@ -60,6 +60,7 @@ Result<std::shared_ptr<LoaderCore>> LoaderCore::Create(const Plan& plan,
                           c.workers, c.prefetch);
   }
   SLUICE_RETURN_IF_ERROR(core->AllocatePools(std::move(device)));
+  if (!options.trace_path.empty()) SLUICE_RETURN_IF_ERROR(core->StartTrace(options.trace_path, 0));
   std::unique_lock lock(core->mutex_);
   core->StartEpochLocked(c.first_epoch);
   core->PumpLocked();

@@ -165,3 +165,40 @@ TEST(TraceLoaderTest, DestroyingTheLoaderWritesARunningTrace) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// LoaderOptions::trace_path starts the trace before the first sample: every
+// sample of the epoch has its "sample" span (a StartTrace after Create
+// missed the batches already under way, as `sluice run --trace` did).
+TEST(TraceLoaderTest, ATraceFromCreateHoldsEverySample) {
+  SLUICE_REQUIRE_TEST_PLAN();
+  ScopedDir data("trace_from_create");
+  MakeDataset(data.path(), 24);
+  auto plan = Plan::Load(TestPlan().path, {{"DATA", data.path().string()}});
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  const fs::path file = data.path() / "run.json";
+  LoaderOptions options;
+  options.threads = 2;
+  options.rank = 0;
+  options.world_size = 1;
+  options.trace_path = file.string();
+  auto loader = Loader::Create(*plan, options);
+  ASSERT_TRUE(loader) << loader.error().ToString();
+  auto epoch = ReadEpoch(*loader);
+  ASSERT_TRUE(epoch) << epoch.error().ToString();
+  ASSERT_TRUE(loader->StopTrace());
+  std::set<uint64_t> delivered, traced;
+  for (const auto& batch : epoch->samples) delivered.insert(batch.begin(), batch.end());
+  const nlohmann::json j = nlohmann::json::parse(ReadTextFile(file));
+  for (const nlohmann::json& e : j.at("traceEvents")) {
+    if (e.at("ph") == "X" && e.at("name") == "sample") {
+      traced.insert(e.at("args").at("index").get<uint64_t>());
+    }
+  }
+  for (uint64_t s : delivered) EXPECT_TRUE(traced.contains(s)) << "no sample span for " << s;
+}
+
+}  // namespace
+}  // namespace sluice
