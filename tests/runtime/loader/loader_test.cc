@@ -466,11 +466,17 @@ TEST_F(LoaderTest, OnlineTuningOnlyForAutoKnobsAndKeepsBatches) {
     std::this_thread::sleep_for(std::chrono::milliseconds(40));  // the "training step"
   }
   const LoaderStats end = tuned.Stats();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
   EXPECT_GT(batches, 20u);
   EXPECT_GE(end.in_flight, 1);
   EXPECT_LE(end.in_flight, end.threads);
   EXPECT_LE(end.prefetch, start.prefetch);
-  if (start.threads >= 2) {
+  // Workers are given back only while the trainer is the bottleneck: on a
+  // machine so loaded that the consumer waited for batches, keeping them is
+  // right (this failed once in CI with other jobs on both cores).
+  const double waited = end.consumer_wait_seconds / elapsed;
+  if (start.threads >= 2 && waited < 0.1) {
     EXPECT_LT(end.in_flight, start.threads) << "an idle-consumer loader keeps every worker";
     EXPECT_GT(end.tuner_moves, 0);
   }
