@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "common/utf8.h"
 #include "ops/fusion/plan_format.h"
 
 namespace sluice {
@@ -410,21 +411,11 @@ Result<PlanDocument> PlanDocument::Read(const std::string& dir, const std::strin
 
 namespace {
 
-// True when `text` can go into JSON (valid UTF-8).
-bool JsonSafe(const std::string& text) {
-  try {
-    (void)json(text).dump();
-    return true;
-  } catch (const json::type_error&) {
-    return false;
-  }
-}
-
 // The JSON path (a.b[2].c) of the first key or string in `j` that is not
 // valid UTF-8, with that text in *text; "" when there is none.
 std::string FirstNonUtf8(const json& j, const std::string& at, std::string* text) {
   if (j.is_string()) {
-    if (JsonSafe(j.get_ref<const std::string&>())) return "";
+    if (IsValidUtf8(j.get_ref<const std::string&>())) return "";
     *text = j.get<std::string>();
     return at.empty() ? "(top)" : at;
   }
@@ -437,7 +428,7 @@ std::string FirstNonUtf8(const json& j, const std::string& at, std::string* text
   if (j.is_object()) {
     for (const auto& [key, value] : j.items()) {
       const std::string here = at.empty() ? key : at + "." + key;
-      if (!JsonSafe(key)) {
+      if (!IsValidUtf8(key)) {
         *text = key;
         return here;
       }

@@ -14,26 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace sluice::runtime {
 namespace {
-
-// The length of the valid UTF-8 sequence at s[i] (2 to 4 bytes; no overlong
-// forms or surrogates), or 0.
-size_t Utf8SequenceAt(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  const size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-                   : c >= 0xF0 && c <= 0xF4                             ? 4
-                                                                        : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  const unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-  const unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return n;
-}
 
 // JSON string body for `s`: quotes, backslashes and control bytes escaped,
 // UTF-8 (names in any script) kept as it is, and a byte that is not UTF-8
