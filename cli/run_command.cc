@@ -179,7 +179,7 @@ void CollectBad(const Loader& loader, uint64_t epoch, report::ReportData& data, 
 
 // What `sluice run` was asked to do.
 struct RunArgs {
-  std::string plan_path, bad_samples_path, trace_path, report_path;
+  std::string plan_path, bad_samples_path, report_path;  // --trace: options.trace_path
   PlanVars vars;
   int64_t batches = -1, epochs = 1;
   LoaderOptions options;
@@ -210,7 +210,7 @@ int ParseRunArgs(const Args& args, RunArgs& out) {
   // FILE flags: name, where the path goes.
   const std::vector<std::pair<const char*, std::string*>> file_flags = {
       {"--bad-samples", &out.bad_samples_path},
-      {"--trace", &out.trace_path},
+      {"--trace", &out.options.trace_path},  // started with the loader
       {"--report", &out.report_path}};
   std::string error, value;
   // The table flag at args[i] (advancing i): -1 when it is none of them, else
@@ -394,7 +394,7 @@ void PrintSummary(const Plan& plan, const RunArgs& a, const Loader& loader, cons
   }
   if (trace_dropped) {
     std::printf("trace:           %s (%llu events dropped: a track's buffer was full)\n",
-                a.trace_path.c_str(), static_cast<ull>(*trace_dropped));
+                a.options.trace_path.c_str(), static_cast<ull>(*trace_dropped));
   }
 }
 
@@ -442,7 +442,6 @@ int Run(const Args& args) {
     std::cerr << plan.error().ToString() << "\n";
     return 1;
   }
-  a.options.trace_path = a.trace_path;  // from before the first sample
   auto loader = Loader::Create(*plan, a.options);
   if (!loader) {
     std::cerr << loader.error().ToString() << "\n";
@@ -483,7 +482,7 @@ int Run(const Args& args) {
               << " batches; finishing (interrupt again to quit now)\n";
   }
   std::optional<uint64_t> trace_dropped;
-  if (!a.trace_path.empty()) {
+  if (!a.options.trace_path.empty()) {
     auto stopped = loader->StopTrace();
     if (!stopped) {
       std::cerr << stopped.error().ToString() << "\n";
