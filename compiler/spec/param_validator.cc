@@ -16,7 +16,12 @@ namespace sluice::spec_internal {
 namespace {
 
 // An example value for a parameter, for "missing required" hints.
+// An `auto`-capable integer whose default is auto (stored as -1) shows `auto`,
+// the spelling a spec uses, never the sentinel.
 std::string ExampleValue(const ParamDef& def) {
+  if (def.type == ParamType::kAutoInt && (!def.default_value || def.default_value->AsInt() == -1)) {
+    return "auto";
+  }
   if (def.default_value) return def.default_value->ToString();
   const std::string& n = def.name;
   if (n == "path") return "\"${DATA}/train\"";  // quoted: valid in a flow map too
