@@ -3,6 +3,7 @@
 // `sluice` of the GPU kit (cli/runtime_only/main.cc) links them too.
 #include <charconv>
 #include <iostream>
+#include <regex>
 #include <string>
 
 #include "cli/cli.h"
@@ -13,6 +14,23 @@ int UsageError(const std::string& message) {
   std::cerr << "sluice: error: " << message << "\n"
             << "run `sluice help` for usage\n";
   return 2;
+}
+
+bool WantsHelp(const Args& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--help" || arg == "-h") return true;
+  }
+  return false;
+}
+
+std::string ErrorText(const Error& error) {
+  // Rendered diagnostics already say "error:" on each of their lines.
+  static const std::regex kDiagnostic(R"(^([^\n]*:[0-9]+:[0-9]+: )?error: )");
+  if (!std::regex_search(error.message, kDiagnostic)) return error.ToString();
+  std::string text = error.message;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  if (!error.hint.empty()) text += "\n  hint: " + error.hint;
+  return text;
 }
 
 bool TakeVar(const Args& args, size_t& i, std::map<std::string, std::string>& vars,

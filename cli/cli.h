@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "sluice/result.h"
+
 namespace sluice {
 
 struct Spec;
@@ -40,6 +42,15 @@ bool TakeValue(const Args& args, size_t& i, const std::string& flag, std::string
 // value or one without `NAME=` is reported through `error`.
 bool TakeVar(const Args& args, size_t& i, std::map<std::string, std::string>& vars,
              std::string& error);
+
+// True when `args` holds `--help` or `-h`: the verb prints its usage (cli/main.cc
+// does it for every verb) and exits 0.
+bool WantsHelp(const Args& args);
+
+// How a verb prints an error: Error::ToString(), except that a message that
+// is already rendered diagnostics (the spec front end's "FILE:L:C: error: ..."
+// lines, carried whole in one Error) is printed as it is, not labelled twice.
+std::string ErrorText(const Error& error);
 
 // A whole decimal integer (optional sign, nothing else); false otherwise.
 bool ParseInt(const std::string& text, int64_t& out);

@@ -26,12 +26,12 @@ int InspectData(const std::string& input_arg, const std::map<std::string, std::s
                 const inspect::DataScanOptions& base, bool as_json) {
   auto input = runtime::ResolvePackInput(input_arg, vars);
   if (!input) {
-    std::cerr << "sluice inspect: " << input.error().ToString() << "\n";
+    std::cerr << "sluice inspect: " << ErrorText(input.error()) << "\n";
     return 1;
   }
   auto source = runtime::OpenSource(input->format, input->params);
   if (!source) {
-    std::cerr << "sluice inspect: " << source.error().ToString() << "\n";
+    std::cerr << "sluice inspect: " << ErrorText(source.error()) << "\n";
     return 1;
   }
   inspect::DataScanOptions options = base;
@@ -50,7 +50,7 @@ int InspectData(const std::string& input_arg, const std::map<std::string, std::s
     log::Debug("inspect", line);
   }
   if (!scan) {
-    std::cerr << "sluice inspect: " << scan.error().ToString() << "\n";
+    std::cerr << "sluice inspect: " << ErrorText(scan.error()) << "\n";
     return 1;
   }
   if (as_json) {

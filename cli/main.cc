@@ -4,9 +4,12 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "ops/registry.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "unknown"
@@ -114,11 +117,55 @@ int Verify(const Args& args);   // cli/verify_command.cc
 int Pack(const Args& args);     // cli/pack_command.cc
 int Inspect(const Args& args);  // cli/inspect_command.cc
 
-// The command `args` names; its exit code.
+// `sluice VERB --help`: the lines of the usage text about VERB (a verb may
+// have several entries, like inspect), or the whole text when it has none.
+std::string CommandUsage(const std::string& verb) {
+  const std::string text = UsageText();
+  std::string out;
+  bool in_entry = false;
+  size_t pos = text.find("\n") + 1;  // past "usage: ..."
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    // An entry starts at two spaces of indentation; its description is deeper.
+    if (line.starts_with("  ") && line.size() > 2 && line[2] != ' ') {
+      in_entry = line.substr(2).starts_with(verb + " ") || line.substr(2) == verb;
+    } else if (line.empty() || line[0] != ' ') {
+      in_entry = false;
+    }
+    if (in_entry) out += line + "\n";
+  }
+  if (out.empty()) return text;
+  return "usage: sluice " + out.substr(2);
+}
+
+namespace {
+
+using Verb = int (*)(const Args&);
+
+// Every verb, in the order `sluice help` lists them.
+const std::vector<std::pair<std::string, Verb>>& Verbs() {
+  static const std::vector<std::pair<std::string, Verb>> verbs = {
+      {"compile", Compile}, {"run", Run},         {"profile", Profile}, {"tune", Tune},
+      {"pack", Pack},       {"inspect", Inspect}, {"verify", Verify},   {"schema", Schema},
+      {"ops", Ops},         {"passes", Passes},
+  };
+  return verbs;
+}
+
+}  // namespace
+
+// The command `args` names; its exit code. `VERB --help` (or -h) anywhere
+// among a verb's arguments prints that verb's usage and exits 0.
 int Dispatch(const Args& args) {
   std::string verb = args.front();
   Args rest(args.begin() + 1, args.end());
   if (verb == "help" || verb == "--help" || verb == "-h") {
+    if (!rest.empty() && rest.front() != "help" && !WantsHelp({rest.front()})) {
+      return Dispatch({rest.front(), "--help"});  // `sluice help VERB`
+    }
     std::cout << UsageText();
     return 0;
   }
@@ -126,20 +173,25 @@ int Dispatch(const Args& args) {
     std::cout << "sluice " << SLUICE_VERSION << "\n";
     return 0;
   }
-  if (verb == "compile") return Compile(rest);
-  if (verb == "schema") return Schema(rest);
-  if (verb == "ops") return Ops(rest);
-  if (verb == "passes") return Passes(rest);
-  if (verb == "run") return Run(rest);
-  if (verb == "profile") return Profile(rest);
-  if (verb == "tune") return Tune(rest);
-  if (verb == "verify") return Verify(rest);
-  if (verb == "pack") return Pack(rest);
-  if (verb == "inspect") return Inspect(rest);
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : Verbs()) {
+    if (verb != name) {
+      names.push_back(name);
+      continue;
+    }
+    if (WantsHelp(rest)) {
+      std::cout << CommandUsage(verb);
+      return 0;
+    }
+    return fn(rest);
+  }
   if (verb.starts_with("-")) return UsageError("unknown option `" + verb + "`");
-  return UsageError(
-      "unknown command `" + verb +
-      "`; commands: compile, run, profile, tune, pack, inspect, verify, schema, ops, passes, help");
+  names.push_back("help");
+  const std::string near = DidYouMean(verb, names);
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+  return UsageError("unknown command `" + verb + "`" +
+                    (near.empty() ? "" : "; did you mean `" + near + "`?") + "\ncommands: " + list);
 }
 
 }  // namespace sluice::cli

@@ -60,12 +60,12 @@ int Pack(const Args& args) {
   }
   auto input = runtime::ResolvePackInput(input_arg, vars);
   if (!input) {
-    std::cerr << "sluice pack: " << input.error().ToString() << "\n";
+    std::cerr << "sluice pack: " << ErrorText(input.error()) << "\n";
     return 1;
   }
   auto source = runtime::OpenSource(input->format, input->params);
   if (!source) {
-    std::cerr << "sluice pack: " << source.error().ToString() << "\n";
+    std::cerr << "sluice pack: " << ErrorText(source.error()) << "\n";
     return 1;
   }
   options.source_format = input->format;
@@ -78,7 +78,7 @@ int Pack(const Args& args) {
   auto summary = runtime::PackSource(**source, options);
   bar.Finish();
   if (!summary) {
-    std::cerr << "sluice pack: " << summary.error().ToString() << "\n";
+    std::cerr << "sluice pack: " << ErrorText(summary.error()) << "\n";
     return 1;
   }
   std::printf("packed %llu samples into %zu shards (%.1f MB) in %s",

@@ -42,7 +42,14 @@ int main(int argc, char** argv) {
     std::cout << "sluice " << SLUICE_VERSION << " (runtime only)\n";
     return 0;
   }
-  if (verb == "run") return Run(Args(args.begin() + 1, args.end()));
+  if (verb == "run") {
+    const Args rest(args.begin() + 1, args.end());
+    if (WantsHelp(rest)) {
+      std::cout << UsageText();
+      return 0;
+    }
+    return Run(rest);
+  }
   std::cerr << UsageText();
   return 2;
 }
