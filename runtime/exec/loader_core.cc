@@ -355,9 +355,17 @@ void LoaderCore::WorkerLoop(int worker) {
     const Clock::time_point begin = job.traced ? Clock::now() : Clock::time_point{};
     ProcessGuarded(job, scratch, outcome);
     if (job.traced) {
-      const uint64_t b = static_cast<uint64_t>(config_.batch_size);
-      trace_->Span(job.track, "sample", begin, Clock::now(), outcome.used_index,
-                   static_cast<int64_t>(job.position / b), job.slot);
+      // The sample written to the slot (after a bad sample, its replacement);
+      // a slot left unfilled has no index and is marked failed.
+      const int64_t batch =
+          static_cast<int64_t>(job.position / static_cast<uint64_t>(config_.batch_size));
+      const std::optional<Error>& failed = outcome.fatal ? outcome.fatal : outcome.error;
+      if (failed) {
+        trace_->FailedSpan(job.track, "sample", begin, Clock::now(), failed->code, failed->message,
+                           TraceRecorder::kNoIndex, batch, job.slot);
+      } else {
+        trace_->Span(job.track, "sample", begin, Clock::now(), outcome.used_index, batch, job.slot);
+      }
     }
     std::unique_lock lock(mutex_);
     CompleteAndLaunch(job, outcome, lock);

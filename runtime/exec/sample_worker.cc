@@ -5,6 +5,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 
 #include "ops/fusion/sample_args.h"
 #include "runtime/kernels/kernel_library.h"
@@ -92,6 +93,7 @@ SampleArgs ShiftIntoRegion(SampleArgs args, const PixelRect& crop, const Decoded
 
 void Outcome::Reset() {
   used_index = 0;
+  attempt = 0;
   error.reset();
   fatal.reset();
   bad_count = 0;
@@ -128,6 +130,8 @@ void SampleWorker::Process(const Job& job, const EpochOrder& order, Scratch& scr
         candidate = order[h % local_n];
       }
     }
+    out.attempt = attempt;
+    const Clock::time_point attempt_begin = job.traced ? Clock::now() : Clock::time_point{};
     bool fatal = false;
     Status st = RunSample(candidate, job, scratch, out, fatal);
     if (st) {
@@ -138,6 +142,9 @@ void SampleWorker::Process(const Job& job, const EpochOrder& order, Scratch& scr
       out.fatal = st.error();
       return;
     }
+    // The failed attempt, around its read/decode spans (the slot's "sample"
+    // span, recorded by the loader, encloses it and names what was written).
+    TraceStep(job, "bad sample", attempt_begin, Clock::now(), candidate, &st.error(), attempt);
     if (out.bad_count < Outcome::kMaxBad) {
       out.bad_index[out.bad_count] = candidate;
       out.bad_error[out.bad_count] = st.error();
@@ -162,51 +169,80 @@ Error SampleWorker::WithPath(const Error& e, uint64_t index) const {
   return copy;
 }
 
+void SampleWorker::TraceStep(const Job& job, const char* name, Clock::time_point begin,
+                             Clock::time_point end, uint64_t index, const Error* error, int64_t a1,
+                             int64_t a2) const {
+  if (!job.traced) return;
+  if (error == nullptr) {
+    trace_->Span(job.track, name, begin, end, index, a1, a2);
+    return;
+  }
+  // The bad path: naming the sample allocates.
+  std::string_view reason = error->message;
+  const std::string path = source_.SampleName(index);
+  if (reason.starts_with(path) && reason.substr(path.size()).starts_with(": ")) {
+    reason.remove_prefix(path.size() + 2);
+  }
+  trace_->FailedSpan(job.track, name, begin, end, error->code, reason, index, a1, a2);
+}
+
 Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
                                bool& fatal) const {
+  // A replacement's spans say which attempt they belong to ("attempt").
+  const int64_t attempt = out.attempt > 0 ? out.attempt : -1;
+  // A failed step: its span marked failed, the error returned with the path.
+  auto failed = [&](const char* step, Clock::time_point begin, const Error& e) -> Status {
+    Error with_path = WithPath(e, index);
+    TraceStep(job, step, begin, Clock::now(), index, &with_path, attempt);
+    return std::unexpected(std::move(with_path));
+  };
   auto t0 = Clock::now();
   auto bytes = reads_.Read(index, scratch.read);
   auto t1 = Clock::now();
   out.read_ns += Ns(t0, t1);
-  if (job.traced) trace_->Span(job.track, "read", t0, t1, index);
-  if (!bytes) return std::unexpected(WithPath(bytes.error(), index));
+  if (!bytes) return failed("read", t0, bytes.error());
+  TraceStep(job, "read", t0, t1, index, nullptr, attempt);
   std::span<const uint8_t> data(scratch.read.buffer().data(), *bytes);
   auto header = decoder_.ReadHeader(data);
-  if (!header) return std::unexpected(WithPath(header.error(), index));
+  if (!header) return failed("decode", t1, header.error());
   DecodeRequest request;
   request.color = config_.channels == 1 ? OutputColor::kGray : OutputColor::kRGB;
   SampleArgs pushed;
   auto is_pushed = RequestRegion(*header, index, job.epoch, request, pushed);
-  if (!is_pushed) return std::unexpected(WithPath(is_pushed.error(), index));
+  if (!is_pushed) return failed("decode", t1, is_pushed.error());
   auto region = decoder_.Decode(data, request, scratch.image);
   const auto t2 = Clock::now();
   out.decode_ns += Ns(t1, t2);
-  if (job.traced) trace_->Span(job.track, "decode", t1, t2, index);
-  if (!region) return std::unexpected(WithPath(region.error(), index));
+  if (!region) return failed("decode", t1, region.error());
   if (scratch.image.channels() != config_.channels) {
-    return MakeError(ErrorCode::kCorruptData, source_.SampleName(index) + ": decoded to " +
-                                                  std::to_string(scratch.image.channels()) +
-                                                  " channels; the plan's chains read " +
-                                                  std::to_string(config_.channels));
+    return failed(
+        "decode", t1,
+        Error{ErrorCode::kCorruptData, "decoded to " + std::to_string(scratch.image.channels()) +
+                                           " channels; the plan's chains read " +
+                                           std::to_string(config_.channels)});
   }
+  TraceStep(job, "decode", t1, t2, index, nullptr, attempt);
   if (has_reference_) {
     auto r0 = Clock::now();
     FillReferenceImage(scratch);
     const auto r1 = Clock::now();
     out.kernel_ns += Ns(r0, r1);
-    if (job.traced) trace_->Span(job.track, "kernel", r0, r1, index);
+    TraceStep(job, "kernel", r0, r1, index, nullptr, -1, attempt);
   }
   for (const FieldLayout& f : config_.fields) {
     uint8_t* slot = Slot(job, f);
+    const int64_t field = &f - config_.fields.data();
     if (f.reference >= 0) {
       auto k0 = Clock::now();
       Status st = RunReference(f, index, job, scratch, slot);
       const auto k1 = Clock::now();
       out.kernel_ns += Ns(k0, k1);
-      if (job.traced) {
-        trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
+      if (!st) {
+        Error with_path = WithPath(st.error(), index);
+        TraceStep(job, "kernel", k0, k1, index, &with_path, field, attempt);
+        return std::unexpected(std::move(with_path));
       }
-      if (!st) return std::unexpected(WithPath(st.error(), index));
+      TraceStep(job, "kernel", k0, k1, index, nullptr, field, attempt);
     } else if (f.chain < 0) {
       int64_t label = source_.label(index);
       std::memcpy(slot, &label, sizeof(label));
@@ -267,7 +303,8 @@ Status SampleWorker::RunFused(const FieldLayout& f, uint64_t index, const Job& j
   Status st = f.kernel->Run(view, args, Slot(job, f));
   const auto k1 = Clock::now();
   out.kernel_ns += Ns(k0, k1);
-  if (job.traced) trace_->Span(job.track, "kernel", k0, k1, index, &f - config_.fields.data());
+  TraceStep(job, "kernel", k0, k1, index, st ? nullptr : &st.error(), &f - config_.fields.data(),
+            out.attempt > 0 ? out.attempt : -1);
   if (!st) fatal = true;
   return st;
 }

@@ -29,6 +29,7 @@
 // passes source.read_timeout (ReadPool) is a bad sample like a corrupt file.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -71,6 +72,7 @@ struct Outcome {
   static constexpr int kMaxAttempts = 16;
   static constexpr int kMaxBad = kMaxAttempts + 1;
   uint64_t used_index = 0;
+  int attempt = 0;             // the attempt under way (0: the sample itself; trace spans)
   std::optional<Error> error;  // the sample could not be filled (fail or exhausted)
   std::optional<Error> fatal;  // a bug or a kernel failure: stops the loader
   int bad_count = 0;
@@ -99,6 +101,12 @@ class SampleWorker {
   // job's slot. `fatal` is set for errors that are not the sample's fault.
   Status RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
                    bool& fatal) const;
+  // Records span `name` of `index` on the job's track when the job is
+  // traced; with `error`, as failed (its code and its message without the
+  // path in front).
+  void TraceStep(const Job& job, const char* name, std::chrono::steady_clock::time_point begin,
+                 std::chrono::steady_clock::time_point end, uint64_t index,
+                 const Error* error = nullptr, int64_t a1 = -1, int64_t a2 = -1) const;
   // Fills `request` (and `pushed`: the chain's args on the whole image) when
   // the region the single chain reads can be pushed into the decode. Returns
   // whether it was.

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -65,9 +67,11 @@ const char* TraceRecorder::ArgName(const char* span, int which) {
     const char* a2;
   };
   static constexpr Names kNames[] = {
-      {"sample", "batch", "slot"},    {"read", "attempt", "a2"},      {"decode", "attempt", "a2"},
-      {"kernel", "field", "a2"},      {"next", "batch", "a2"},        {"batch", "epoch", "batch"},
-      {"device copy", "batch", "a2"}, {"device sync", "batch", "a2"},
+      {"sample", "batch", "slot"},     {"read", "attempt", "a2"},
+      {"decode", "attempt", "a2"},     {"kernel", "field", "attempt"},
+      {"next", "batch", "a2"},         {"batch", "epoch", "batch"},
+      {"device copy", "batch", "a2"},  {"device sync", "batch", "a2"},
+      {"bad sample", "attempt", "a2"},
   };
   for (const Names& n : kNames) {
     if (n.span == span) return which == 1 ? n.a1 : n.a2;
@@ -97,12 +101,15 @@ Status TraceRecorder::Start(const std::string& path, size_t max_events) {
     for (size_t i = 0; i < tracks_.size(); ++i) {
       tracks_[i].capacity = i == kSchedulerTrack ? kSchedulerFactor * max_events : max_events;
       tracks_[i].events = std::make_unique<Event[]>(tracks_[i].capacity);
+      tracks_[i].note_capacity = std::max<size_t>(64, max_events / 64);
+      tracks_[i].notes = std::make_unique<char[]>(tracks_[i].note_capacity * kNoteBytes);
     }
     capacity_ = max_events;
   }
   for (Track& t : tracks_) {
     t.count.store(0, std::memory_order_relaxed);
     t.dropped = 0;
+    t.note_count = 0;
   }
   file_ = f;
   path_ = path;
@@ -112,7 +119,7 @@ Status TraceRecorder::Start(const std::string& path, size_t max_events) {
   return Ok();
 }
 
-void TraceRecorder::Record(int track, const Event& e) {
+void TraceRecorder::Record(int track, Event e, std::string_view note) {
   Track& t = tracks_[static_cast<size_t>(track)];
   // Dekker with Stop: announce the write, then re-check that recording is on.
   t.writing.store(true, std::memory_order_seq_cst);
@@ -121,6 +128,17 @@ void TraceRecorder::Record(int track, const Event& e) {
   if (on_.load(std::memory_order_seq_cst) && (e.kind != Kind::kSpan || e.ts_ns >= start_ns_)) {
     const size_t n = t.count.load(std::memory_order_relaxed);
     if (n < t.capacity) {
+      if (e.error != 0 && t.note_count < t.note_capacity) {
+        // Cut on a UTF-8 sequence boundary (no continuation byte left dangling).
+        size_t len = std::min(note.size(), kNoteBytes - 1);
+        if (len < note.size()) {
+          while (len > 0 && (static_cast<unsigned char>(note[len]) & 0xC0) == 0x80) --len;
+        }
+        char* slot = t.notes.get() + t.note_count * kNoteBytes;
+        std::memcpy(slot, note.data(), len);
+        slot[len] = '\0';
+        e.note = static_cast<int32_t>(t.note_count++);
+      }
       t.events[n] = e;
       t.count.store(n + 1, std::memory_order_release);
     } else {
@@ -158,31 +176,51 @@ Result<uint64_t> TraceRecorder::Stop() {
 }
 
 // Which of a track's events to write: all, except a sample's child spans
-// ("read", "decode", "kernel") that no "sample" span of the same index on the
-// same track encloses. The loader records a sample's children before the
-// sample span itself, so a sample cut off by StopTrace (or by a full buffer)
-// leaves children without a parent; they are not written.
+// ("read", "decode", "kernel") that no kept "sample" or "bad sample" span of
+// the same index on the same track encloses, and "bad sample" spans that no
+// "sample" span on the track encloses. The loader records a sample's
+// children before the sample span itself (a bad attempt's children, then its
+// "bad sample" span, then the slot's "sample"), so a sample cut off by
+// StopTrace (or by a full buffer) leaves children without a parent; they are
+// not written.
 std::vector<bool> TraceRecorder::SpansWithParents(const Event* events, size_t n) {
-  auto is_child = [](const Event& e) {
-    return e.kind == Kind::kSpan && e.index != kNoIndex &&
-           (std::strcmp(e.name, "read") == 0 || std::strcmp(e.name, "decode") == 0 ||
-            std::strcmp(e.name, "kernel") == 0);
+  auto named = [](const Event& e, const char* name) {
+    return e.kind == Kind::kSpan && std::strcmp(e.name, name) == 0;
   };
-  std::unordered_multimap<uint64_t, const Event*> samples;
+  auto is_child = [&](const Event& e) {
+    return e.index != kNoIndex && (named(e, "read") || named(e, "decode") || named(e, "kernel"));
+  };
+  auto encloses = [](const Event& p, const Event& e) {
+    return p.ts_ns <= e.ts_ns && e.ts_ns + e.dur_ns <= p.ts_ns + p.dur_ns;
+  };
+  // A track's "sample" spans do not overlap: sorted by start, the one that
+  // may enclose an event is the last that starts at or before it.
+  std::vector<const Event*> samples;
+  for (size_t i = 0; i < n; ++i) {
+    if (named(events[i], "sample")) samples.push_back(&events[i]);
+  }
+  std::sort(samples.begin(), samples.end(),
+            [](const Event* a, const Event* b) { return a->ts_ns < b->ts_ns; });
+  auto in_sample = [&](const Event& e) {
+    auto it = std::upper_bound(samples.begin(), samples.end(), e.ts_ns,
+                               [](int64_t ts, const Event* p) { return ts < p->ts_ns; });
+    return it != samples.begin() && encloses(**std::prev(it), e);
+  };
+  std::vector<bool> keep(n, true);
+  std::unordered_multimap<uint64_t, const Event*> parents;  // by index
   for (size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
-    if (e.kind == Kind::kSpan && std::strcmp(e.name, "sample") == 0) samples.emplace(e.index, &e);
+    if (named(e, "bad sample")) keep[i] = in_sample(e);
+    if ((named(e, "sample") || named(e, "bad sample")) && keep[i] && e.index != kNoIndex) {
+      parents.emplace(e.index, &e);
+    }
   }
-  std::vector<bool> keep(n, true);
   for (size_t i = 0; i < n; ++i) {
     const Event& e = events[i];
     if (!is_child(e)) continue;
     bool enclosed = false;
-    auto [lo, hi] = samples.equal_range(e.index);
-    for (auto it = lo; it != hi && !enclosed; ++it) {
-      const Event& p = *it->second;
-      enclosed = p.ts_ns <= e.ts_ns && e.ts_ns + e.dur_ns <= p.ts_ns + p.dur_ns;
-    }
+    auto [lo, hi] = parents.equal_range(e.index);
+    for (auto it = lo; it != hi && !enclosed; ++it) enclosed = encloses(*it->second, e);
     keep[i] = enclosed;
   }
   return keep;
@@ -262,8 +300,20 @@ Status TraceRecorder::Write(uint64_t& dropped) {
       if (e.a2 >= 0) {
         out += std::string(comma ? "," : "") + "\"" + ArgName(e.name, 2) +
                "\":" + std::to_string(e.a2);
+        comma = true;
       }
-      out += "}}";
+      if (e.kind == Kind::kSpan && e.error != 0) {
+        out += std::string(comma ? "," : "") + "\"error\":\"" +
+               ErrorCodeName(static_cast<ErrorCode>(e.error - 1)) + "\"";
+        if (e.note >= 0) {
+          out += ",\"reason\":\"";
+          AppendEscaped(out, t.notes.get() + static_cast<size_t>(e.note) * kNoteBytes);
+          out += "\"";
+        }
+        out += "},\"cname\":\"terrible\"}";  // chrome://tracing draws it red
+      } else {
+        out += "}}";
+      }
       if (out.size() > (1 << 20)) {
         if (std::fwrite(out.data(), 1, out.size(), file_) != out.size()) break;
         out.clear();

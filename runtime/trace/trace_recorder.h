@@ -14,6 +14,9 @@
 // timestamps are steady_clock readings the caller usually already has).
 // Sample paths are not copied on the hot path: an event carries the dataset
 // index and the path is named (Source::SampleName) when the file is written.
+// A failed step (FailedSpan: a bad sample's read or decode, say) carries its
+// error code, and its reason is copied into the track's preallocated notes
+// (kNoteBytes each; when they are full the span keeps its code, not its reason).
 //
 // Bounded memory: Start allocates `max_events` events per track (56 bytes
 // each; the scheduler track kSchedulerFactor times that) once; when a track's buffer is full its
@@ -24,8 +27,10 @@
 // each other. Stop turns recording off, waits for any writer that is inside a
 // recording call (a few instructions; Dekker-style flag per track) and writes
 // the JSON file. Spans that began before Start or were still open at Stop are
-// not written, and neither are a sample's read/decode/kernel spans whose
-// "sample" span is not written (SpansWithParents): every child has its parent.
+// not written, and neither are a sample's read/decode/kernel spans that no
+// written "sample" or "bad sample" span of the same index encloses, nor a "bad
+// sample" span that no written "sample" span encloses (SpansWithParents):
+// every child has its parent.
 #pragma once
 
 #include <atomic>
@@ -35,6 +40,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/result.h"
@@ -53,11 +59,17 @@ class TraceRecorder {
   // workers' tracks 4-5 events), so it gets this many times `max_events`.
   static constexpr size_t kSchedulerFactor = 4;
 
+  // A failed span's reason is cut to this many bytes less one (on a UTF-8
+  // sequence boundary).
+  static constexpr size_t kNoteBytes = 128;
+
   // Event names are string literals (static storage): the pointer is stored.
   enum class Kind : uint8_t { kSpan, kCounter, kAsyncBegin, kAsyncEnd };
   struct Event {
     const char* name = nullptr;
     Kind kind = Kind::kSpan;
+    uint8_t error = 0;   // spans: 0, or 1 + the ErrorCode of a failed step
+    int32_t note = -1;   // a failed span's reason: its slot in the track's notes (-1: none)
     int64_t ts_ns = 0;   // steady_clock, absolute
     int64_t dur_ns = 0;  // spans
     // Spans: dataset index (kNoIndex: none; written with its path) and a
@@ -93,19 +105,31 @@ class TraceRecorder {
   void Span(int track, const char* name, Clock::time_point begin, Clock::time_point end,
             uint64_t index = kNoIndex, int64_t a1 = -1, int64_t a2 = -1) {
     if (!on()) return;
-    Record(track, Event{name, Kind::kSpan, Ns(begin), Ns(end) - Ns(begin), index, a1, a2});
+    Record(track, Event{name, Kind::kSpan, 0, -1, Ns(begin), Ns(end) - Ns(begin), index, a1, a2});
+  }
+  // A span that failed with `code`: written with "error" (ErrorCodeName) and
+  // "reason" (`reason`, cut to kNoteBytes - 1 bytes) arguments. Copies
+  // `reason` into a preallocated buffer, no allocation. Safe to call when off.
+  void FailedSpan(int track, const char* name, Clock::time_point begin, Clock::time_point end,
+                  ErrorCode code, std::string_view reason, uint64_t index = kNoIndex,
+                  int64_t a1 = -1, int64_t a2 = -1) {
+    if (!on()) return;
+    Record(track,
+           Event{name, Kind::kSpan, static_cast<uint8_t>(1 + static_cast<int>(code)), -1, Ns(begin),
+                 Ns(end) - Ns(begin), index, a1, a2},
+           reason);
   }
   // A counter sample on the scheduler track (`name` = its value's series).
   void Counter(const char* name, Clock::time_point at, int64_t value) {
     if (!on()) return;
-    Record(kSchedulerTrack, Event{name, Kind::kCounter, Ns(at), 0, kNoIndex, value, -1});
+    Record(kSchedulerTrack, Event{name, Kind::kCounter, 0, -1, Ns(at), 0, kNoIndex, value, -1});
   }
   // An async span (overlapping spans, e.g. batches being filled) begins or ends.
   void Async(bool begin, const char* name, Clock::time_point at, uint64_t id, int64_t a1 = -1,
              int64_t a2 = -1) {
     if (!on()) return;
     Record(kSchedulerTrack,
-           Event{name, begin ? Kind::kAsyncBegin : Kind::kAsyncEnd, Ns(at), 0, id, a1, a2});
+           Event{name, begin ? Kind::kAsyncBegin : Kind::kAsyncEnd, 0, -1, Ns(at), 0, id, a1, a2});
   }
 
   // How a span's a1/a2 arguments are named in the file (default "a1"/"a2").
@@ -114,7 +138,10 @@ class TraceRecorder {
  private:
   struct Track {
     std::unique_ptr<Event[]> events;
+    std::unique_ptr<char[]> notes;  // note_capacity NUL-terminated reasons, kNoteBytes each
     std::atomic<size_t> count{0};
+    size_t note_count = 0;  // by the writer; read by Stop after it quiesced
+    size_t note_capacity = 0;
     std::atomic<bool> writing{false};
     uint64_t dropped = 0;  // by the writer; read by Stop after it quiesced
     size_t capacity = 0;
@@ -122,7 +149,8 @@ class TraceRecorder {
   static int64_t Ns(Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   }
-  void Record(int track, const Event& e);
+  // Stores `e` (with `note` copied into the track's notes when `e.error`).
+  void Record(int track, Event e, std::string_view note = {});
   Status Write(uint64_t& dropped);
   static std::vector<bool> SpansWithParents(const Event* events, size_t n);
 

@@ -104,16 +104,16 @@ TEST(TraceRecorderTest, WritesSpansCountersAsyncAndThreadNames) {
 TEST(TraceRecorderTest, SampleNamesKeepTheirUtf8) {
   const std::vector<std::string> names = {"\xe7\x8c\xab_1.jpg", "caf\xe9.jpg", "a\"b\\c\n.jpg",
                                           "\xed\xa0\x80.jpg", "\xf0\x9f\x90\x88.png"};
-  const std::vector<std::string> parsed = {"\xe7\x8c\xab_1.jpg", "caf\xef\xbf\xbd.jpg",
-                                           "a\"b\\c\n.jpg", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd.jpg",
-                                           "\xf0\x9f\x90\x88.png"};
+  const std::vector<std::string> parsed = {
+      "\xe7\x8c\xab_1.jpg", "caf\xef\xbf\xbd.jpg", "a\"b\\c\n.jpg",
+      "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd.jpg", "\xf0\x9f\x90\x88.png"};
   TraceRecorder trace(1, [&](uint64_t i) { return names[i]; });
   const fs::path path = TempFile("trace_utf8");
   ASSERT_TRUE(trace.Start(path.string()));
   const Clock::time_point t0 = Clock::now();
   for (uint64_t i = 0; i < names.size(); ++i) {
-    trace.Span(TraceRecorder::kFirstWorkerTrack, "sample", t0, t0 + std::chrono::microseconds(1),
-               i, 0, 0);
+    trace.Span(TraceRecorder::kFirstWorkerTrack, "sample", t0, t0 + std::chrono::microseconds(1), i,
+               0, 0);
   }
   ASSERT_TRUE(trace.Stop());
   nlohmann::json j = ReadJson(path);
@@ -153,6 +153,82 @@ TEST(TraceRecorderTest, ChildSpansWithoutTheirSampleSpanAreNotWritten) {
     }
   }
   EXPECT_EQ(written, (std::vector<std::string>{"read:4@0", "decode:4@2", "sample:4@0"}));
+}
+
+// A bad sample's attempt: its failed read/decode spans are written inside its
+// "bad sample" span (same index: the bad file), which lies in the slot's
+// "sample" span (the replacement's index). Failed spans carry "error" (the
+// code's name) and "reason"; a "bad sample" with no "sample" around it (cut
+// off by Stop) is left out with its children.
+TEST(TraceRecorderTest, FailedAttemptsAreWrittenInsideTheirSample) {
+  TraceRecorder trace(1, Name);
+  const fs::path path = TempFile("trace_failed");
+  ASSERT_TRUE(trace.Start(path.string()));
+  const Clock::time_point t0 = Clock::now();
+  auto us = [&](int n) { return t0 + std::chrono::microseconds(n); };
+  const int w = TraceRecorder::kFirstWorkerTrack;
+  trace.Span(w, "read", us(0), us(1), 4);
+  trace.FailedSpan(w, "decode", us(1), us(3), ErrorCode::kCorruptData, "JPEG header: \x1b bad", 4);
+  trace.FailedSpan(w, "bad sample", us(0), us(3), ErrorCode::kCorruptData, "JPEG header: bad", 4,
+                   0);
+  trace.Span(w, "read", us(3), us(4), 9, 1);  // the replacement, attempt 1
+  trace.Span(w, "decode", us(4), us(6), 9, 1);
+  trace.Span(w, "sample", us(0), us(7), 9, 0, 2);
+  trace.FailedSpan(w, "read", us(8), us(9), ErrorCode::kIo, "timed out", 5);  // cut off
+  trace.FailedSpan(w, "bad sample", us(8), us(9), ErrorCode::kIo, "timed out", 5, 0);
+  ASSERT_TRUE(trace.Stop());
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  std::vector<std::string> written;  // name:index[:error:reason]
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    std::string s =
+        e["name"].get<std::string>() + ":" + std::to_string(e["args"]["index"].get<int>());
+    if (e["args"].contains("attempt"))
+      s += ":attempt " + std::to_string(e["args"]["attempt"].get<int>());
+    if (e["args"].contains("error")) {
+      s += ":" + e["args"]["error"].get<std::string>() + ":" +
+           e["args"]["reason"].get<std::string>();
+      EXPECT_EQ(e["cname"], "terrible");
+      EXPECT_EQ(e["args"]["path"], Name(4));
+    }
+    written.push_back(s);
+  }
+  EXPECT_EQ(written,
+            (std::vector<std::string>{"read:4", "decode:4:corrupt_data:JPEG header: \x1b bad",
+                                      "bad sample:4:attempt 0:corrupt_data:JPEG header: bad",
+                                      "read:9:attempt 1", "decode:9:attempt 1", "sample:9"}));
+}
+
+// A failed span's reason is cut to kNoteBytes - 1 bytes without splitting a
+// UTF-8 sequence; once the track's notes are used up, failed spans keep
+// their error code without a reason.
+TEST(TraceRecorderTest, FailedSpanReasonsAreBounded) {
+  TraceRecorder trace(1, Name);
+  const fs::path path = TempFile("trace_reasons");
+  ASSERT_TRUE(trace.Start(path.string(), 128));  // 64 notes per track (the minimum)
+  const Clock::time_point t0 = Clock::now();
+  std::string reason(TraceRecorder::kNoteBytes - 2, 'x');
+  reason += "\xe7\x8c\xab";  // 猫 across the cut
+  trace.FailedSpan(TraceRecorder::kConsumerTrack, "next", t0, t0, ErrorCode::kIo, reason);
+  for (int i = 0; i < 70; ++i) {
+    trace.FailedSpan(TraceRecorder::kConsumerTrack, "wait", t0, t0, ErrorCode::kIo, "r");
+  }
+  ASSERT_TRUE(trace.Stop());
+  nlohmann::json j = ReadJson(path);
+  fs::remove(path);
+  int with_reason = 0, without = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_EQ(e["args"]["error"], "io");
+    if (e["name"] == "next") {
+      EXPECT_EQ(e["args"]["reason"], std::string(TraceRecorder::kNoteBytes - 2, 'x'));
+    } else {
+      (e["args"].contains("reason") ? with_reason : without)++;
+    }
+  }
+  EXPECT_EQ(with_reason, 63);  // the first note went to "next"
+  EXPECT_EQ(without, 70 - 63);
 }
 
 TEST(TraceRecorderTest, FullTrackKeepsItsFirstEventsAndCountsTheRest) {
