@@ -2,11 +2,65 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <string_view>
 
 namespace sluice::runtime {
+namespace {
+
+// The Halide runtime's error messages on this thread since the last
+// ClearHalideError(): filled by OnHalideError (installed in every kernels.so
+// by KernelLibrary::Open in place of halide_default_error, which prints and
+// calls abort()). A fixed array: the handler allocates nothing, and a failure
+// on one thread never shows in another's error. The kernels run their loops
+// on the calling thread (no Halide thread pool), so a kernel's messages land
+// in its caller's buffer.
+constexpr size_t kHalideErrorCapacity = 1024;
+thread_local char t_halide_error[kHalideErrorCapacity];
+thread_local size_t t_halide_error_len = 0;
+
+// halide_error_handler_t: appends `msg` (a failure may report more than one;
+// "; " between them, trailing newlines dropped, truncated at the capacity)
+// and returns, so the failing Halide call returns its error code.
+void OnHalideError(void* /*user_context*/, const char* msg) {
+  if (msg == nullptr) return;
+  size_t n = std::strlen(msg);
+  while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) --n;
+  size_t& len = t_halide_error_len;
+  const size_t room = kHalideErrorCapacity - 1;
+  if (len > 0 && len + 2 <= room) {
+    std::memcpy(t_halide_error + len, "; ", 2);
+    len += 2;
+  }
+  const size_t take = std::min(n, room - std::min(len, room));
+  std::memcpy(t_halide_error + len, msg, take);
+  len += take;
+  t_halide_error[len] = '\0';
+}
+
+using HalideErrorHandler = void (*)(void*, const char*);
+using SetHalideErrorHandlerFn = HalideErrorHandler (*)(HalideErrorHandler);
+
+}  // namespace
+
+void ClearHalideError() {
+  t_halide_error_len = 0;
+  t_halide_error[0] = '\0';
+}
+
+std::string_view LastHalideError() { return {t_halide_error, t_halide_error_len}; }
+
+std::string HalideFailure(const std::string& what, int rc) {
+  std::string text = what + " failed with Halide error code " + std::to_string(rc);
+  if (t_halide_error_len > 0) {
+    text += ": ";
+    text.append(t_halide_error, t_halide_error_len);
+  }
+  return text;
+}
 
 struct KernelLibrary::Handle {
   void* dl = nullptr;
@@ -91,6 +145,7 @@ Status Kernel::Run(const ImageView& in, const SampleArgs& a, void* out) const {
 
   const AxisArgs& y = a.y;
   const AxisArgs& x = a.x;
+  ClearHalideError();
   int rc = fn_(&in_buf, y.flip, y.offset, y.valid_lo, y.valid_hi, y.resized, y.window_start,
                y.window, y.src_lo, y.src_hi, y.taps, x.flip, x.offset, x.valid_lo, x.valid_hi,
                x.resized, x.window_start, x.window, x.src_lo, x.src_hi, x.taps, a.fill, a.draws[0],
@@ -102,10 +157,7 @@ Status Kernel::Run(const ImageView& in, const SampleArgs& a, void* out) const {
     if (out_buf.device) device_free_(nullptr, &out_buf);
     if (in_buf.device) device_free_(nullptr, &in_buf);
   }
-  if (rc != 0) {
-    return MakeError(ErrorCode::kInternal,
-                     "fused kernel failed with Halide error code " + std::to_string(rc));
-  }
+  if (rc != 0) return MakeError(ErrorCode::kInternal, HalideFailure("fused kernel", rc));
   return Ok();
 }
 
@@ -151,6 +203,12 @@ Result<KernelLibrary> KernelLibrary::Open(const std::string& path) {
                      "kernel library " + path + " cannot be loaded: " + (err ? err : "?"),
                      "the file is damaged or not for this machine; recompile the plan");
   }
+  // Halide failures (a violated buffer constraint, a failed allocation, a CUDA
+  // error) become error codes with their messages kept, not abort().
+  if (auto set_handler =
+          reinterpret_cast<SetHalideErrorHandlerFn>(dlsym(dl, "halide_set_error_handler"))) {
+    set_handler(&OnHalideError);
+  }
   KernelLibrary lib;
   lib.handle_ = std::make_shared<Handle>();
   lib.handle_->dl = dl;
@@ -158,18 +216,18 @@ Result<KernelLibrary> KernelLibrary::Open(const std::string& path) {
       reinterpret_cast<int (*)(void*, halide_buffer_t*)>(dlsym(dl, "halide_copy_to_host"));
   lib.handle_->device_free =
       reinterpret_cast<int (*)(void*, halide_buffer_t*)>(dlsym(dl, "halide_device_free"));
-  lib.handle_->reuse_device_allocations = reinterpret_cast<int (*)(void*, bool)>(
-      dlsym(dl, "halide_reuse_device_allocations"));
+  lib.handle_->reuse_device_allocations =
+      reinterpret_cast<int (*)(void*, bool)>(dlsym(dl, "halide_reuse_device_allocations"));
   lib.path_ = path;
   return lib;
 }
 
 Status KernelLibrary::ReleaseCachedDeviceMemory() const {
   if (!handle_) return Ok();
+  ClearHalideError();
   if (const int rc = handle_->ReleaseCachedDeviceMemory(); rc != 0) {
-    return MakeError(ErrorCode::kInternal, "releasing the cached device allocations of " + path_ +
-                                               " failed with Halide error code " +
-                                               std::to_string(rc));
+    return MakeError(ErrorCode::kInternal,
+                     HalideFailure("releasing the cached device allocations of " + path_, rc));
   }
   return Ok();
 }

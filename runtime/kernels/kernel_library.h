@@ -7,6 +7,12 @@
 // this code. (Chains with color_jitter let the kernel allocate one scratch
 // image for the contrast mean.)
 //
+// Halide run-time failures (a violated buffer constraint, a failed allocation,
+// a CUDA error) never abort the process: Open installs an error handler in the
+// library's Halide runtime that keeps the message in a per-thread buffer, so
+// the failing call returns its error code and Kernel::Run an error with the
+// message (LastHalideError() for functions called through Symbol()).
+//
 // Thread safety: a KernelLibrary is immutable after Open; Kernel::Run may be
 // called concurrently from any number of threads.
 #pragma once
@@ -14,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/fusion/fused_chain.h"
@@ -37,7 +44,8 @@ class Kernel {
   // Runs the kernel on one sample: `out` receives output.num_elements() elements
   // of the chain's output dtype in its layout (dense). `in.channels` must equal the
   // chain's input channels. Errors: kInvalidArgument (shape mismatch), kInternal
-  // (the kernel returned a Halide error code).
+  // (the kernel returned a Halide error code; the message has the code and
+  // Halide's messages, e.g. "Constraint violated: in.extent.0 (4) == 3 (3)").
   Status Run(const ImageView& in, const SampleArgs& args, void* out) const;
   const TensorType& output() const { return output_; }
   bool cuda() const { return cuda_; }
@@ -45,7 +53,7 @@ class Kernel {
  private:
   friend class KernelLibrary;
   FusedKernelFn fn_ = nullptr;
-  std::shared_ptr<const void> library_;  // keeps kernels.so loaded
+  std::shared_ptr<const void> library_;                     // keeps kernels.so loaded
   int (*copy_to_host_)(void*, halide_buffer_t*) = nullptr;  // CUDA only
   int (*device_free_)(void*, halide_buffer_t*) = nullptr;
   TensorType output_;
@@ -61,6 +69,17 @@ halide_type_t HalideElementType(DType dtype);
 // receives three entries; an outer batch dim, when there is one, has stride
 // c * w * h.
 void SampleOutputDims(const TensorType& output, halide_dimension_t dims[3]);
+
+// The Halide error messages raised on this thread (by any kernels.so opened by
+// KernelLibrary::Open) since the last ClearHalideError(), "; "-separated and
+// truncated at 1 KiB; empty when none. For callers of a function obtained
+// through KernelLibrary::Symbol (Kernel::Run clears and reports them itself):
+// clear before the call, read after it returns nonzero. No allocation.
+void ClearHalideError();
+std::string_view LastHalideError();
+// "WHAT failed with Halide error code RC", plus ": " and LastHalideError()
+// when there is one.
+std::string HalideFailure(const std::string& what, int rc);
 
 // Whether this CPU can run at least one of `targets` (Halide target strings, as
 // recorded in plan.json / KernelArtifact::cpu_targets). The multitarget

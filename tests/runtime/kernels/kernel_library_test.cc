@@ -6,6 +6,9 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/compiler/codegen/kernel_fixture.h"
 #include "tests/runtime/test_tmpdir.h"
@@ -53,6 +56,56 @@ TEST(KernelLibraryTest, WrongChannelCountIsRejected) {
   auto st = kernel->Run({px.data(), 4, 4, 1, 4}, SampleArgs{}, out.data());
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+}
+
+// A Halide run-time failure inside a kernel (here: a library whose kernel was
+// built for 3 channels, called as the plan's 4-channel chain, so the kernel's
+// buffer constraint fails) is an error carrying Halide's message. Without the
+// library's error handler, Halide's default one printed and called abort().
+TEST(KernelLibraryTest, HalideFailureIsAnErrorNotAnAbort) {
+  const auto& k = sluice::testing::SharedKernels();
+  ASSERT_TRUE(k.library) << k.library.error().ToString();
+  FusedChain chain = k.chains.at("crop_flip");
+  chain.input.dims[2] = 4;  // the kernel's input constraint is 3 channels
+  auto kernel = k.library->CpuKernel(chain);
+  ASSERT_TRUE(kernel) << kernel.error().ToString();
+  std::vector<uint8_t> px(8 * 8 * 4);
+  std::vector<uint8_t> out(40 * 30 * 3);
+  auto st = kernel->Run({px.data(), 8, 8, 4, 8 * 4}, SampleArgs{}, out.data());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kInternal);
+  EXPECT_NE(st.error().message.find("Halide error code"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("in.extent.0 (4) == 3"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(LastHalideError().substr(0, 20), "Constraint violated:");
+
+  // The message does not leak into the next call, on this thread or another.
+  auto good = k.library->CpuKernel(k.chains.at("crop_flip"));
+  ASSERT_TRUE(good);
+  std::vector<uint8_t> rgb(48 * 40 * 3, 7);
+  auto args = ComputeSampleArgs(k.chains.at("crop_flip"), 48, 40, 1, 0, 0);
+  ASSERT_TRUE(args) << args.error().ToString();
+  EXPECT_TRUE(good->Run({rgb.data(), 48, 40, 3, 40 * 3}, *args, out.data()));
+  EXPECT_TRUE(LastHalideError().empty());
+  std::string other;
+  std::thread([&] { other = std::string(LastHalideError()); }).join();
+  EXPECT_TRUE(other.empty());
+}
+
+// Halide's own buffer-size limit (2^31 - 1 bytes per buffer), reached by an
+// image over ~715 MP RGB (possible with a raised max_pixels): an error, not an
+// abort. The view's rows are never read (the check comes first).
+TEST(KernelLibraryTest, InputOverHalideBufferLimitIsAnError) {
+  const auto& k = sluice::testing::SharedKernels();
+  ASSERT_TRUE(k.library) << k.library.error().ToString();
+  auto kernel = k.library->CpuKernel(k.chains.at("crop_flip"));
+  ASSERT_TRUE(kernel);
+  std::vector<uint8_t> px(64);
+  std::vector<uint8_t> out(40 * 30 * 3);
+  const int64_t stride = int64_t{1} << 30;  // 4 rows span 3 GiB + 12 bytes
+  auto st = kernel->Run({px.data(), 4, 4, 3, stride}, SampleArgs{}, out.data());
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("exceeds"), std::string::npos) << st.error().message;
 }
 
 // What a GPU stage keeps (its device, so the CUDA context outlives the Halide
