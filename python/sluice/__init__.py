@@ -14,8 +14,11 @@ loader's fixed pool. Holding every buffer makes the next batch raise
 InvalidArgumentError ("every batch buffer ... is held by the caller") instead
 of waiting forever.
 
-Errors are SluiceError subclasses carrying the C++ message; spec errors
-(SpecError) keep every mistake's file:line:col.
+Errors are SluiceError subclasses carrying the C++ message and the fields
+code, message, hint, file, line, column; a SpecError's `diagnostics` lists
+every mistake of the spec (sluice.Diagnostic: code, message, hint, file, line,
+column), the fields being the first one's, and str(e) shows them all as
+file:line:col: error: ...
 
 See docs/python.md.
 """
@@ -31,6 +34,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 from . import _sluice
 from ._sluice import (  # noqa: F401  (re-exported)
     CorruptDataError,
+    Diagnostic,
     InternalError,
     InvalidArgumentError,
     IoError,
@@ -50,6 +54,7 @@ __all__ = [
     "Tensor",
     "SluiceError",
     "SpecError",
+    "Diagnostic",
     "InvalidArgumentError",
     "NotFoundError",
     "IoError",

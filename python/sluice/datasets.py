@@ -32,11 +32,13 @@ def pack(
     """Writes WebDataset tar shards, index.sluice and manifest.json into out_dir
     (new or empty). shard_size: bytes or a string such as "256MB"; max_side:
     re-encode images larger than this on their longer side (JPEG at `quality`);
-    threads: default every core. Returns a summary dict; raises sluice.Error
-    (InvalidArgumentError, ...) on failure."""
+    threads: default every core. Returns a summary dict. Raises a
+    sluice.SluiceError subclass on failure: SpecError for a spec input's
+    mistakes (each with its file:line:col in e.diagnostics, as sluice.compile
+    raises them), InvalidArgumentError, NotFoundError, ..."""
     from . import _vars_dict  # late: datasets.py is imported by the package itself
 
-    result = _sluice.pack(
+    return _sluice.pack(
         os.fspath(spec_or_source),
         os.fspath(out_dir),
         str(shard_size),
@@ -45,7 +47,3 @@ def pack(
         int(threads or 0),
         _vars_dict(vars),
     )
-    if "error" in result:
-        e = result["error"]
-        _sluice.raise_error(e["code"], e["message"], e["hint"])
-    return result

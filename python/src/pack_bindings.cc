@@ -1,16 +1,19 @@
 // Bindings for `sluice.pack` (python/sluice/datasets.py): `sluice pack` from
-// Python. Errors are returned as {"error": {"code", "message", "hint"}} and
-// raised by the Python layer through _sluice.raise_error. The GIL is released
-// while packing.
+// Python. Errors are raised here (errors.h): a spec input's mistakes as one
+// SpecError with every diagnostic's file:line:col (like sluice.compile), the
+// others by RaiseError. The GIL is released while packing.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <map>
 #include <string>
+#include <vector>
 
+#include "compiler/spec/diagnostics.h"
+#include "compiler/spec/spec.h"
 #include "pack/pack_input.h"
 #include "pack/packer.h"
-#include "python/src/error_dict.h"
+#include "python/src/errors.h"
 #include "runtime/sources/source_registry.h"
 #include "runtime/sources/tar/index_store.h"
 
@@ -43,7 +46,21 @@ py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
       return runtime::PackSource(**source, options);
     }();
   }
-  if (!summary) return ErrorDict(summary.error());
+  if (!summary) {
+    // ResolvePackInput renders a spec's diagnostics into one message without
+    // a position; the spec is read again for them one by one.
+    if (summary.error().code == ErrorCode::kInvalidSpec) {
+      std::vector<Error> diagnostics;
+      {
+        py::gil_scoped_release release;
+        Diagnostics diags;
+        ParseSpecFile(spec_or_source, diags);
+        diagnostics = diags.errors();
+      }
+      if (!diagnostics.empty()) RaiseDiagnostics(diagnostics);
+    }
+    RaiseError(summary.error());
+  }
   py::dict d;
   d["samples"] = summary->samples;
   d["skipped"] = summary->skipped;

@@ -10,12 +10,15 @@
 //                                               __dlpack_device__, __array_interface__
 //                                               (host fields only)
 //   SluiceError and its subclasses              raised from sluice::Error values
+//   Diagnostic                                  one entry of e.diagnostics
 //
 // Contracts:
 // - Errors: every sluice::Error becomes a Python exception in exactly one place,
 //   RaiseError() (errors.h); the exception class follows the ErrorCode and carries
 //   the C++ text (ToString(): "file:line:col: error: message" plus the hint) and
-//   the fields code, message, hint, file, line, column.
+//   the fields code, message, hint, file, line, column, diagnostics. A spec's
+//   diagnostics (compile, pack) are raised by RaiseDiagnostics: one SpecError
+//   whose fields are the first mistake's and whose `diagnostics` lists all.
 // - The GIL is released while compiling and while Loader::Next waits for a
 //   batch. A Loader is used by one Python thread at a time (a mutex serializes
 //   calls that arrive from several).
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "common/hardware_profile.h"
+#include "compiler/driver/compilation_internal.h"
 #include "python/src/errors.h"
 #include "python/src/state_bindings.h"
 #include "python/src/tensor.h"
@@ -59,13 +63,13 @@ namespace {
 // Spec (file path, or YAML text when `is_text`) -> plan directory `out`, with
 // an optional hardware profile file and CPU budget for the placement pass
 // (like `sluice compile --profile --cpu-budget`), through the compile driver.
-// Spec errors come back as one kInvalidSpec error (Compilation::
-// diagnostics_error: the rendered list, and the first one's mark so Python sees
-// e.file/e.line/e.column too). Runs without the GIL.
+// Spec errors fill `diagnostics` (each with its own message, hint and mark;
+// raised as one SpecError by RaiseDiagnostics) and return kInvalidSpec.
+// Runs without the GIL.
 Status CompileSpec(const std::string& spec, bool is_text, const std::string& out,
                    const std::optional<std::vector<std::string>>& cpu_targets,
                    std::optional<bool> cuda, const std::optional<std::string>& profile,
-                   std::optional<int> cpu_budget) {
+                   std::optional<int> cpu_budget, std::vector<Error>* diagnostics) {
   CompileOptions options;
   if (is_text) {
     options.spec_text = spec;
@@ -84,7 +88,10 @@ Status CompileSpec(const std::string& spec, bool is_text, const std::string& out
   if (cuda) options.codegen.cuda = *cuda;
   auto compilation = Compile(options);
   if (!compilation) return std::unexpected(compilation.error());
-  if (compilation->has_errors()) return std::unexpected(compilation->diagnostics_error());
+  if (compilation->has_errors()) {
+    *diagnostics = compilation->impl().diags.errors();
+    return std::unexpected(compilation->diagnostics_error());
+  }
   return compilation->WritePlan(out);
 }
 
@@ -216,7 +223,8 @@ class PyLoader {
     d["skipped"] = s.skipped;
     d["replaced"] = s.replaced;
     py::list bad;
-    for (const BadSample& b : s.last_bad) bad.append(py::make_tuple(TextFrom(b.path), TextFrom(b.reason)));
+    for (const BadSample& b : s.last_bad)
+      bad.append(py::make_tuple(TextFrom(b.path), TextFrom(b.reason)));
     d["last_bad"] = bad;
     d["read_seconds"] = s.read_seconds;
     d["decode_seconds"] = s.decode_seconds;
@@ -339,10 +347,13 @@ void BindFunctions(py::module_& m) {
          std::optional<std::vector<std::string>> cpu_targets, std::optional<bool> cuda,
          std::optional<std::string> profile, std::optional<int> cpu_budget) {
         Status st;
+        std::vector<Error> diagnostics;
         {
           py::gil_scoped_release release;
-          st = CompileSpec(spec, is_text, out, cpu_targets, cuda, profile, cpu_budget);
+          st =
+              CompileSpec(spec, is_text, out, cpu_targets, cuda, profile, cpu_budget, &diagnostics);
         }
+        if (!diagnostics.empty()) RaiseDiagnostics(diagnostics);
         Check(st);
       },
       py::arg("spec"), py::arg("is_text"), py::arg("out"), py::arg("cpu_targets") = py::none(),

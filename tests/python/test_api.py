@@ -10,7 +10,8 @@ from conftest import EVAL_SPEC, NUM_CLASSES, NUM_IMAGES
 
 
 def test_import_exposes_api():
-    for name in ("compile", "load", "Plan", "Loader", "Tensor", "SluiceError", "SpecError"):
+    for name in ("compile", "load", "Plan", "Loader", "Tensor", "SluiceError", "SpecError",
+                 "Diagnostic"):
         assert hasattr(sluice, name), name
     assert issubclass(sluice.SpecError, sluice.SluiceError)
     assert issubclass(sluice.SpecError, ValueError)
@@ -169,6 +170,57 @@ def test_spec_error_has_file_line_col(tmp_path):
     assert info.value.code == "invalid_spec"
     assert (info.value.file, info.value.line, info.value.column) == (str(spec), 6, 5)
     assert not text.startswith("error:")
+
+
+# Three mistakes, each with its own hint; the first (by position) is line 3.
+MULTI_BAD_SPEC = """\
+sluice: 1
+name: multi_bad
+source: {format: image_folder, path: /data, bogus: 3}
+graph:
+  - decode_jpeg: {in: jpg, out: image}
+  - random_resize_crop: {size: [8, 8]}
+batch: {size: 2, fields: {image: image, label: nope}}
+"""
+
+
+def test_spec_error_fields_are_the_first_diagnostic_and_list_all(tmp_path):
+    spec = tmp_path / "multi.yaml"
+    spec.write_text(MULTI_BAD_SPEC)
+    with pytest.raises(sluice.SpecError) as info:
+        sluice.compile(str(spec), str(tmp_path / "multi.plan"))
+    e = info.value
+    diags = e.diagnostics
+    assert len(diags) == 3, diags
+    assert all(isinstance(d, sluice.Diagnostic) for d in diags)
+    assert [(d.file, d.line) for d in diags] == [(str(spec), 3), (str(spec), 6), (str(spec), 7)]
+    assert [d.code for d in diags] == ["invalid_spec"] * 3
+    # The exception's own fields are the first diagnostic's, one message each.
+    first = diags[0]
+    assert (e.message, e.hint, e.file, e.line, e.column) == (
+        first.message, first.hint, first.file, first.line, first.column)
+    assert e.message == "unknown parameter `bogus` in `source`"
+    assert "`path`" in e.hint and "\n" not in e.message
+    assert "unknown op `random_resize_crop`" in diags[1].message
+    assert "random_resized_crop" in diags[1].hint
+    # str(e): every mistake with its file:line:col and hint.
+    text = str(e)
+    for d in diags:
+        assert "%s:%d:%d: error: %s" % (d.file, d.line, d.column, d.message) in text
+        assert "hint: " + d.hint in text
+    # Picklable (Ray sends exceptions between processes).
+    import pickle
+
+    back = pickle.loads(pickle.dumps(e))
+    assert back.diagnostics == diags and back.message == e.message and str(back) == text
+
+
+def test_non_spec_errors_have_one_diagnostic(tmp_path):
+    with pytest.raises(sluice.NotFoundError) as info:
+        sluice.load(str(tmp_path / "nope.plan"))
+    e = info.value
+    assert len(e.diagnostics) == 1
+    assert (e.diagnostics[0].code, e.diagnostics[0].message) == ("not_found", e.message)
 
 
 def test_spec_error_from_text():

@@ -108,6 +108,28 @@ def test_pack_errors_are_raised(tmp_root, dataset):
         sluice.pack(dataset, os.path.join(tmp_root, "never"), shard_size="lots")
 
 
+def test_pack_spec_error_carries_file_line_col(tmp_root):
+    # Like sluice.compile: each mistake with its position, the first one's
+    # in the exception's fields, and no position-less "error: ..." text.
+    spec = os.path.join(tmp_root, "bad_pack.yaml")
+    with open(spec, "w") as f:
+        f.write("sluice: 1\nname: bad_pack\n"
+                "source: {format: image_folder, path: /nowhere, bogus: 3}\n"
+                "graph:\n  - decode_jpeg: {in: jpg, out: image}\n"
+                "  - random_resize_crop: {size: [8, 8]}\n"
+                "batch: {size: 2, fields: {image: image, label: cls}}\n")
+    with pytest.raises(sluice.SpecError) as info:
+        sluice.pack(spec, os.path.join(tmp_root, "never_packed"))
+    e = info.value
+    assert (e.file, e.line, e.column) == (spec, 3, 48), (e.file, e.line, e.column)
+    assert e.message == "unknown parameter `bogus` in `source`"
+    assert e.hint
+    assert [(d.line, d.column) for d in e.diagnostics] == [(3, 48), (6, 5)]
+    text = str(e)
+    assert text.startswith(spec + ":3:48: error: unknown parameter"), text
+    assert spec + ":6:5: error: unknown op `random_resize_crop`" in text
+
+
 def test_pack_keeps_a_name_that_is_not_utf8(tmp_root, dataset):
     # JSON must be UTF-8: the metadata's path shows U+FFFD for the bad byte
     # (docs/datasets.md), and pack neither aborts nor drops the sample.
