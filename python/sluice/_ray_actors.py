@@ -20,7 +20,7 @@ import ray
 
 import sluice
 
-from ._ray_common import Delivered, materialize, plan_payload, select_batches
+from ._ray_common import Delivered, materialize, order_world, plan_payload, select_batches
 
 # Failures after which a request is re-read from a fresh actor.
 _LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
@@ -192,7 +192,7 @@ class ActorLoader:
         self._batch_size = int(info["batch_size"])
         self._batches_per_epoch = int(info["batches_per_epoch"])
         self._delivered = Delivered(info["state"], self._batch_size, self._batches_per_epoch,
-                                    epoch=epoch)
+                                    epoch=epoch, order_world_size=order_world(plan))
         self._received: Dict[int, Tuple[int, Dict[str, np.ndarray]]] = {}
         self._target = int(num_actors)
         self._configured = False

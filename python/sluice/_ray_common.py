@@ -78,17 +78,49 @@ def materialize(payload: Mapping[str, Any]) -> "sluice.Plan":
 # plus the batches delivered after `position`, as "delivered_ahead" (batch
 # indices) or, with the elastic LoaderState, as "consumed" (ranges of epoch
 # positions). A template (a world-size-1 loader's state_dict()) decides which
-# and supplies any other keys; these two functions are the only readers and
-# writers of those keys here.
+# and supplies any other keys. A rank's view of the epoch (rank r of M > 1)
+# speaks the loader's rank state instead: the rank's own batch indices as
+# "rank_position" and "rank_ahead" in a fresh segment (nothing consumed at its
+# start), with world_size M and rank r. These functions are the only readers
+# and writers of those keys here.
+
+
+def order_world(plan: "sluice.Plan") -> int:
+    """The order_world_size a world-size-1 state with consumed samples names:
+    1 for shard_shuffle (whose epoch order depends on the world size), else 0."""
+    return 1 if plan.sampling.get("order") == "shard_shuffle" else 0
+
+
+def rank_template(template: Mapping[str, Any], rank: int, world_size: int) -> Dict[str, Any]:
+    """A rank state template for rank `rank` of `world_size` (> 1) from a
+    fresh loader's complete state_dict()."""
+    s = dict(template)
+    s.update(position=0, consumed=[], world_size=int(world_size), rank=int(rank), rank_position=0,
+             rank_ahead=[])
+    s.pop("delivered_ahead", None)
+    return s
+
+
+def _is_rank_state(state: Mapping[str, Any]) -> bool:
+    return int(state.get("world_size", 0) or 0) > 0
 
 
 def make_state(template: Mapping[str, Any], epoch: int, next_batch: int, ahead: Sequence[int],
-               batch_size: int) -> Dict[str, Any]:
-    """A state: batches before `next_batch` and those in `ahead` delivered."""
+               batch_size: int, order_world_size: int = 0) -> Dict[str, Any]:
+    """A state: batches before `next_batch` and those in `ahead` delivered.
+    order_world_size: what a state with consumed samples names (order_world)."""
     s = dict(template)
     s["epoch"] = int(epoch)
-    s["position"] = int(next_batch) * batch_size
     ahead = sorted(int(k) for k in ahead)
+    if _is_rank_state(template):
+        if next_batch or ahead:
+            s["rank_position"] = int(next_batch) * batch_size
+            s["rank_ahead"] = ahead
+            return s
+        # Nothing delivered: the complete fresh state, which any world size takes.
+        s.update(world_size=0, rank=0, rank_position=0, rank_ahead=[], order_world_size=0)
+        return s
+    s["position"] = int(next_batch) * batch_size
     if "consumed" in template:
         runs: List[List[int]] = []
         for k in ahead:
@@ -98,13 +130,30 @@ def make_state(template: Mapping[str, Any], epoch: int, next_batch: int, ahead: 
                 runs.append([k * batch_size, (k + 1) * batch_size])
         s["consumed"] = runs
         s.pop("delivered_ahead", None)
+        if "order_world_size" in template:
+            s["order_world_size"] = int(order_world_size) if (next_batch or ahead) else 0
     else:
         s["delivered_ahead"] = ahead
     return s
 
 
+def _refuse(message: str) -> None:
+    sluice._sluice.raise_error(
+        "invalid_argument", message,
+        "pass what a world-size-1 loader's (or sluice.ray's) state_dict() returned")
+
+
 def state_batches(state: Mapping[str, Any], batch_size: int) -> "tuple[int, set]":
-    """(first batch not delivered, batches delivered after it) of a state."""
+    """(first batch not delivered, batches delivered after it) of a state: a
+    complete state's world-size-1 batches, or a rank state's own batches."""
+    if _is_rank_state(state):
+        if int(state.get("position", 0)) or state.get("consumed"):
+            _refuse("the rank state continues a resumed segment (samples were consumed before it "
+                    "began), which sluice.ray cannot split into batch indices")
+        rank_position = int(state.get("rank_position", 0))
+        if rank_position % batch_size:
+            _refuse("the state's rank_position %d is not a batch boundary" % rank_position)
+        return rank_position // batch_size, set(int(k) for k in state.get("rank_ahead", []) or [])
     position = int(state.get("position", 0))
     ahead = set(int(k) for k in state.get("delivered_ahead", None) or [])
     for r in state.get("consumed", None) or []:
@@ -114,22 +163,56 @@ def state_batches(state: Mapping[str, Any], batch_size: int) -> "tuple[int, set]
             break
         ahead.update(range(b // batch_size, e // batch_size))
     if position < 0 or position % batch_size != 0:
-        sluice._sluice.raise_error(
-            "invalid_argument",
-            "the state's delivered samples are not whole batches of batch size %d" % batch_size,
-            "pass what a world-size-1 loader's (or sluice.ray's) state_dict() returned")
+        _refuse("the state's delivered samples are not whole batches of batch size %d" % batch_size)
     return position // batch_size, ahead
 
 
-def select_batches(loader: "sluice.Loader", epoch: int, batches: Sequence[int]) -> None:
-    """Restarts `loader` (strict ordering, world size 1) so that the rest of
-    `epoch` yields exactly `batches` (batch indices), then its end.
+def check_state(state: Mapping[str, Any], template: Mapping[str, Any]) -> None:
+    """Refuses a state `template`'s loader cannot continue by batch indices:
+    another spec or data set, another rank's state, or (world size 1) an
+    epoch order built for another world size (shard_shuffle)."""
+    if state.get("spec_hash", template["spec_hash"]) != template["spec_hash"]:
+        sluice._sluice.raise_error(
+            "invalid_argument",
+            "loader state is for spec %s, this plan's is %s" % (state.get("spec_hash"),
+                                                                template["spec_hash"]),
+            "restore a state saved by a loader of the same plan")
+    for key in ("samples", "batch_size"):
+        if key in state and key in template and int(state[key]) != int(template[key]):
+            sluice._sluice.raise_error(
+                "invalid_argument",
+                "loader state is for %s %d, this loader has %d" % (key, int(state[key]),
+                                                                   int(template[key])),
+                "restore a state saved by a loader of the same plan and data")
+    if _is_rank_state(state):
+        mine = (int(template.get("rank", 0)), int(template.get("world_size", 0) or 1))
+        if (int(state.get("rank", 0)), int(state["world_size"])) != mine:
+            sluice._sluice.raise_error(
+                "invalid_argument",
+                "loader state is rank %d's of %d (relaxed ordering); this is rank %d of %d"
+                % (int(state.get("rank", 0)), int(state["world_size"]), mine[0], mine[1]),
+                "merge every rank's state with sluice.merge_states and restore the result")
+    elif not (int(state.get("position", 0)) or state.get("consumed")):
+        pass  # nothing consumed: a fresh epoch on any world size
+    elif _is_rank_state(template):
+        _refuse("a complete state with consumed samples does not say which of this rank's "
+                "batches were delivered; restore it through SluiceDatasource(state=...)")
+    elif int(state.get("order_world_size", 0) or 0) > 1:
+        _refuse("the state's epoch order was built for world size %d (shard_shuffle); "
+                "sluice.ray reads the world-size-1 order" % int(state["order_world_size"]))
+
+
+def select_batches(loader: "sluice.Loader", epoch: int, batches: Sequence[int], rank: int = 0,
+                   world_size: int = 1) -> None:
+    """Restarts `loader` (strict ordering, rank `rank` of `world_size`) so that
+    the rest of `epoch` yields exactly `batches` (the rank's batch indices),
+    then its end.
 
     Uses only the loader state: the first batch is the position, every later
     batch of the epoch not in `batches` counts as delivered, so the C++ loader
     neither produces nor delivers it. Batch k has the contents of a local
-    loader's batch k (contents depend only on plan, seed, epoch and batch
-    index)."""
+    loader's batch k of the same rank (contents depend only on plan, seed,
+    epoch, rank, world size and batch index)."""
     nb, b = loader.batches_per_epoch, loader.batch_size
     todo = sorted(set(int(k) for k in batches))
     if todo and (todo[0] < 0 or todo[-1] >= nb):
@@ -139,7 +222,11 @@ def select_batches(loader: "sluice.Loader", epoch: int, batches: Sequence[int]) 
     first = todo[0] if todo else nb
     wanted = set(todo)
     ahead = [k for k in range(first + 1, nb) if k not in wanted]
-    loader.load_state_dict(make_state(loader.state_dict(), epoch, first, ahead, b))
+    template = loader.state_dict()
+    if world_size > 1:
+        template = rank_template(template, rank, world_size)
+    loader.load_state_dict(
+        make_state(template, epoch, first, ahead, b, order_world(loader.plan)))
 
 
 def remaining_batches(state: Optional[Mapping[str, Any]], batch_size: int,
@@ -157,24 +244,26 @@ class Delivered:
     the delivered ones after it (few when batches arrive nearly in order)."""
 
     def __init__(self, template: Mapping[str, Any], batch_size: int, batches_per_epoch: int,
-                 state: Optional[Mapping[str, Any]] = None, epoch: int = 0) -> None:
-        self.template = dict(template)  # a world-size-1 loader's state_dict()
+                 state: Optional[Mapping[str, Any]] = None, epoch: int = 0,
+                 order_world_size: int = 0) -> None:
+        # template: a world-size-1 loader's state_dict(), or rank_template()
+        self.template = dict(template)
         self.spec_hash = self.template["spec_hash"]
         self.batch_size = int(batch_size)
         self.batches_per_epoch = int(batches_per_epoch)
+        self.order_world_size = int(order_world_size)  # order_world(plan)
         self.reset(state if state is not None else self.start_of(epoch))
 
     def start_of(self, epoch: int) -> Dict[str, Any]:
         """The state at the start of `epoch`."""
-        return make_state(self.template, epoch, 0, [], self.batch_size)
+        return self._make(epoch, 0, [])
+
+    def _make(self, epoch: int, next_batch: int, ahead: Any) -> Dict[str, Any]:
+        return make_state(self.template, epoch, next_batch, ahead, self.batch_size,
+                          self.order_world_size)
 
     def reset(self, state: Mapping[str, Any]) -> None:
-        if state.get("spec_hash", self.spec_hash) != self.spec_hash:
-            sluice._sluice.raise_error(
-                "invalid_argument",
-                "loader state is for spec %s, this plan's is %s" % (state.get("spec_hash"),
-                                                                    self.spec_hash),
-                "restore a state saved by a loader of the same plan")
+        check_state(state, self.template)
         self.epoch = int(state.get("epoch", 0))
         todo = remaining_batches(state, self.batch_size, self.batches_per_epoch)
         self.next = todo[0] if todo else self.batches_per_epoch
@@ -202,7 +291,7 @@ class Delivered:
     def state_dict(self) -> Dict[str, Any]:
         if self.complete:
             return self.start_of(self.epoch + 1)
-        return make_state(self.template, self.epoch, self.next, self.ahead, self.batch_size)
+        return self._make(self.epoch, self.next, self.ahead)
 
 
 def split_runs(todo: Sequence[int], parts: int) -> List[List[int]]:

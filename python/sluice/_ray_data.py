@@ -11,8 +11,8 @@ from ray.data.datasource import Datasource, ReadTask
 
 import sluice
 
-from ._ray_common import (Delivered, materialize, plan_payload, remaining_batches, select_batches,
-                          split_runs)
+from ._ray_common import (Delivered, materialize, order_world, plan_payload, rank_template,
+                          remaining_batches, select_batches, split_runs)
 
 # Columns added to every row (with_index=True): where the row comes from.
 INDEX_COLUMNS = ("sluice_epoch", "sluice_batch", "sluice_sample")
@@ -26,7 +26,7 @@ def _read_batches(payload_ref: "ray.ObjectRef", epoch: int, batches: List[int], 
     plan = materialize(ray.get(payload_ref))
     loader = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=threads,
                          relaxed_ordering=False, **overrides)
-    select_batches(loader, epoch, batches)
+    select_batches(loader, epoch, batches, rank, world_size)
     for batch in loader:
         # Copies out of the loader's pool buffer: the block outlives it (Ray
         # Data may hold several blocks of a task before storing them).
@@ -63,15 +63,25 @@ class SluiceDatasource(Datasource):
                  seed: Optional[int] = None, threads: int = 1, with_index: bool = True,
                  **overrides: Any) -> None:
         super().__init__()
-        probe = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=1, prefetch=1)
+        probe = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=1, prefetch=1,
+                            relaxed_ordering=True)
         self._batch_size = probe.batch_size
         self._batches_per_epoch = probe.batches_per_epoch
         self._batch_bytes = int(probe.stats()["batch_bytes"])
         self._template = probe.state_dict()
-        del probe
+        if world_size > 1:
+            self._template = rank_template(self._template, rank, world_size)
+        self._order_world = order_world(plan)
         if state is not None:
+            # The loader checks the state (spec, data set, rank) and says what
+            # it leaves of this rank's epoch: with several ranks, a rank state
+            # (its own batch indices), which a same-size resume of a complete
+            # state also gives.
+            probe.load_state_dict(state)
+            state = probe.state_dict()
             Delivered(self._template, self._batch_size, self._batches_per_epoch, state)  # checks
             epoch = int(state["epoch"])
+        del probe
         self._epoch = int(epoch)
         self._todo = remaining_batches(state, self._batch_size, self._batches_per_epoch)
         self._payload = ray.put(plan_payload(plan))
@@ -89,7 +99,7 @@ class SluiceDatasource(Datasource):
     def tracker(self) -> "DeliveryTracker":
         """A DeliveryTracker for this datasource's epoch (and its state)."""
         t = DeliveryTracker(self._template, self._batch_size, self._batches_per_epoch,
-                            epoch=self._epoch)
+                            epoch=self._epoch, order_world_size=self._order_world)
         todo = set(self._todo)
         for k in range(self._batches_per_epoch):
             if k not in todo:
@@ -125,9 +135,11 @@ class DeliveryTracker:
     loader's load_state_dict) to continue with what was not consumed."""
 
     def __init__(self, template: Mapping[str, Any], batch_size: int, batches_per_epoch: int,
-                 epoch: int = 0) -> None:
-        # template: a world-size-1 loader's state_dict() (its keys and spec hash)
-        self._delivered = Delivered(template, batch_size, batches_per_epoch, epoch=epoch)
+                 epoch: int = 0, order_world_size: int = 0) -> None:
+        # template: a loader's state_dict() (its keys and spec hash); see
+        # SluiceDatasource.tracker()
+        self._delivered = Delivered(template, batch_size, batches_per_epoch, epoch=epoch,
+                                    order_world_size=order_world_size)
         self._rows: Dict[int, int] = {}
 
     def add(self, index: int) -> None:

@@ -3,6 +3,7 @@ started once for the module: the datasource and the actor loader deliver the
 batches a local loader does, survive a killed actor, resume and resize."""
 
 import collections
+import os
 import threading
 
 import numpy as np
@@ -38,8 +39,13 @@ def sray(ray_mod):
 
 def local_batches(plan, epoch=0):
     """{batch index: {field: array}} of one epoch of a local loader."""
+    return local_batches_of(plan, epoch=epoch)
+
+
+def local_batches_of(plan, **kw):
+    """local_batches of a loader with plan.loader(**kw) (rank, world_size, ...)."""
     out = {}
-    loader = plan.loader(threads=2, epoch=epoch)
+    loader = plan.loader(threads=2, **kw)
     for b in loader:
         t = next(iter(b.values()))
         out[t.batch_index] = {k: np.array(v) for k, v in b.items()}
@@ -254,3 +260,82 @@ def test_state_dialects_round_trip():
     assert remaining_batches(s, 8, 9) == [2, 3, 6, 8]
     with pytest.raises(sluice.InvalidArgumentError, match="not whole batches"):
         state_batches(dict(s, consumed=[[33, 48]]), 8)
+
+
+def test_datasource_rank_view_matches_the_rank_loader(sray, ray_mod, eval_plan):
+    # rank=1 of 2: the rank loader's batches (it read world-size-1 batch
+    # indices as the rank's and lost three of them), and the tracker's state is
+    # a rank state that the rank's local loader and a new datasource continue.
+    want = local_batches_of(eval_plan, rank=1, world_size=2)
+    src = sray.SluiceDatasource(eval_plan, rank=1, world_size=2)
+    got = group_rows(ray_mod.data.read_datasource(src, override_num_blocks=2).iter_batches(
+        batch_size=None, batch_format="numpy"), ["image", "label"])
+    assert sorted(got) == sorted(want)
+    for k in want:
+        assert_batch(got[k], want[k])
+    tracker = src.tracker()
+    for k in (0, 1, 2, 5):
+        tracker.add(k)
+    state = tracker.state_dict()
+    rest = [k for k in sorted(want) if k not in (0, 1, 2, 5)]
+    assert sray.SluiceDatasource(eval_plan, rank=1, world_size=2, state=state).batches == rest
+    local = eval_plan.loader(threads=1, rank=1, world_size=2)
+    local.load_state_dict(state)
+    assert [next(iter(b.values())).batch_index for b in local] == rest
+    with pytest.raises(sluice.InvalidArgumentError, match="rank 1's of 2"):
+        sray.SluiceDatasource(eval_plan, rank=0, world_size=2, state=state)
+
+
+@pytest.fixture(scope="module")
+def shard_plan(tmp_root, dataset):
+    from conftest import EVAL_SPEC, FAST_TARGETS
+
+    shards = os.path.join(tmp_root, "ray_shards")
+    sluice.pack(dataset, shards, shard_size="64k", threads=2)
+    spec = (EVAL_SPEC.replace("name: py_eval", "name: py_ray_shards")
+            .replace('format: image_folder', 'format: tar_shards')
+            .replace("order: shuffle", "order: shard_shuffle, shuffle_buffer: 16"))
+    out = os.path.join(tmp_root, "ray_shards.plan")
+    sluice.compile(spec, out, cpu_targets=FAST_TARGETS, cuda=False)
+    return sluice.load(out, vars={"DATA": shards})
+
+
+def test_shard_shuffle_plan_on_actors_and_datasource(sray, ray_mod, shard_plan):
+    # A shard_shuffle state with consumed samples must name order_world_size:
+    # without it every actor but the one starting at batch 0 failed.
+    want = local_batches(shard_plan)
+    loader = sray.ActorLoader(shard_plan, num_actors=2)
+    try:
+        got = list(loader)
+        assert [b.index for b in got] == list(range(len(want)))
+        for b in got:
+            assert_batch(b, want[b.index])
+    finally:
+        loader.shutdown()
+    src = sray.SluiceDatasource(shard_plan)
+    got = group_rows(ray_mod.data.read_datasource(src, override_num_blocks=3).iter_batches(
+        batch_size=None, batch_format="numpy"), ["image", "label"])
+    assert sorted(got) == sorted(want)
+    for k in want:
+        assert_batch(got[k], want[k])
+    # A mid-epoch state of a 2-rank job has another epoch order: refused.
+    two = shard_plan.loader(threads=1, rank=0, world_size=2)
+    next(iter(two))
+    with pytest.raises(sluice.InvalidArgumentError, match="world size 2"):
+        sray.ActorLoader(shard_plan, num_actors=1).load_state_dict(two.state_dict())
+
+
+def test_states_of_other_data_or_ranks_are_refused():
+    # The actor loader's driver checks states itself (it never opens the data).
+    from sluice._ray_common import Delivered
+
+    template = {"epoch": 0, "position": 0, "spec_hash": "h", "samples": 240, "batch_size": 8,
+                "consumed": [], "order_world_size": 0, "world_size": 0, "rank": 0,
+                "rank_position": 0, "rank_ahead": []}
+    d = Delivered(template, 8, 30)
+    with pytest.raises(sluice.InvalidArgumentError, match="samples 480"):
+        d.reset(dict(template, samples=480, position=16))
+    with pytest.raises(sluice.InvalidArgumentError, match="rank 1's of 2"):
+        d.reset(dict(template, world_size=2, rank=1, rank_position=16))
+    d.reset(dict(template, position=16, consumed=[[32, 40]], order_world_size=1))
+    assert d.state_dict()["position"] == 16 and d.remaining()[:2] == [2, 3]
