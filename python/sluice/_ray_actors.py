@@ -20,7 +20,8 @@ import ray
 
 import sluice
 
-from ._ray_common import Delivered, materialize, order_world, plan_payload, select_batches
+from ._ray_common import (Delivered, check_read_args, materialize, order_world, plan_payload,
+                          select_batches)
 
 # Failures after which a request is re-read from a fresh actor.
 _LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
@@ -38,6 +39,7 @@ class _LoaderActor:
         self._epoch = 0
         self._left = 0
         self._role = (0, 1)
+        self._error: Optional[BaseException] = None  # a failed configure(), raised by next()
 
     def info(self) -> Dict[str, Any]:
         return {"batches_per_epoch": self._loader.batches_per_epoch,
@@ -47,11 +49,18 @@ class _LoaderActor:
 
     def configure(self, epoch: int, batches: List[int], offset: int, step: int) -> None:
         """Yields `batches` of `epoch` next, then its role's batches of each
-        following epoch (offset, offset + step, ...)."""
+        following epoch (offset, offset + step, ...). The driver does not
+        wait for this call: an error is kept and raised by next()."""
         self._role = (offset, step)
-        self._start(epoch, batches)
-        if not batches:
-            self._roll()
+        self._error = None
+        try:
+            self._start(epoch, batches)
+            if not batches:
+                self._roll()
+        except Exception as e:
+            self._left = 0
+            self._error = e
+            raise
 
     def _start(self, epoch: int, batches: List[int]) -> None:
         select_batches(self._loader, epoch, batches)
@@ -65,6 +74,8 @@ class _LoaderActor:
     def next(self) -> Optional[Tuple[int, int, Dict[str, np.ndarray]]]:
         """(epoch, batch index, {field: numpy view of the batch}); Ray copies
         the views into the object store when this returns."""
+        if self._error is not None:
+            raise self._error
         if self._left == 0:
             return None
         batch = self._loader.next()
@@ -176,8 +187,12 @@ class ActorLoader:
             sluice._sluice.raise_error(
                 "invalid_argument", "ordering must be strict|relaxed and output numpy|torch, "
                 "got %r, %r" % (ordering, output))
-        if num_actors < 1 or depth < 1:
-            sluice._sluice.raise_error("invalid_argument", "num_actors and depth must be >= 1")
+        for name, value, low in (("num_actors", num_actors, 1), ("depth", depth, 1),
+                                 ("max_restarts", max_restarts, 0)):
+            if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < low:
+                sluice._sluice.raise_error("invalid_argument",
+                                           "%s must be an int >= %d, got %r" % (name, low, value))
+        check_read_args(epoch, threads, overrides, seed, prefetch)
         self._relaxed = ordering == "relaxed"
         self._torch = output == "torch"
         self._depth = int(depth)
@@ -346,6 +361,10 @@ class ActorLoader:
             self._restart(slot)
             return
         slot.pending = collections.deque((r, i) for r, i in slot.pending if r != ref)
+        if result is None:  # the actor had no batch left for this request
+            sluice._sluice.raise_error(
+                "internal", "a Sluice Ray actor had no batch %d of epoch %d to return"
+                % (expected, self._delivered.epoch))
         epoch, index, data = result
         if index != expected or epoch != self._delivered.epoch:
             sluice._sluice.raise_error(

@@ -294,6 +294,31 @@ class Delivered:
         return self._make(self.epoch, self.next, self.ahead)
 
 
+def check_read_args(epoch: int, threads: Any, overrides: Mapping[str, Any],
+                    seed: Optional[int] = None, prefetch: Any = None) -> None:
+    """Checks on the driver what the workers' loaders would refuse there (an
+    actor's or read task's failure would surface as a Ray error): epoch and
+    seed >= 0, positive knobs, known overrides; relaxed_ordering is sluice.ray's
+    own (ordering= for ActorLoader)."""
+    sluice._non_negative("epoch", epoch)
+    if seed is not None:
+        sluice._non_negative("seed", seed)
+    if threads is None:
+        sluice._sluice.raise_error("invalid_argument", "threads must be a positive int, got None")
+    sluice._count_knob("threads", threads)
+    if prefetch is not None:
+        sluice._count_knob("prefetch", prefetch)
+    allowed = [k for k in sluice._OVERRIDES if k not in ("threads", "prefetch",
+                                                         "relaxed_ordering")]
+    unknown = sorted(set(overrides) - set(allowed))
+    if unknown:
+        raise TypeError("unknown loader override(s) %s for sluice.ray; known: %s"
+                        % (", ".join(unknown), ", ".join(allowed)))
+    for k in ("in_flight",):
+        if k in overrides:
+            sluice._count_knob(k, overrides[k])
+
+
 def split_runs(todo: Sequence[int], parts: int) -> List[List[int]]:
     """Splits `todo` into at most `parts` consecutive runs of near-equal length."""
     parts = max(1, min(int(parts), len(todo)))

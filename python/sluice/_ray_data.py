@@ -11,8 +11,8 @@ from ray.data.datasource import Datasource, ReadTask
 
 import sluice
 
-from ._ray_common import (Delivered, materialize, order_world, plan_payload, rank_template,
-                          remaining_batches, select_batches, split_runs)
+from ._ray_common import (Delivered, check_read_args, materialize, order_world, plan_payload,
+                          rank_template, remaining_batches, select_batches, split_runs)
 
 # Columns added to every row (with_index=True): where the row comes from.
 INDEX_COLUMNS = ("sluice_epoch", "sluice_batch", "sluice_sample")
@@ -63,6 +63,7 @@ class SluiceDatasource(Datasource):
                  seed: Optional[int] = None, threads: int = 1, with_index: bool = True,
                  **overrides: Any) -> None:
         super().__init__()
+        check_read_args(epoch, threads, overrides, seed)
         probe = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=1, prefetch=1,
                             relaxed_ordering=True)
         self._batch_size = probe.batch_size

@@ -325,6 +325,20 @@ def test_shard_shuffle_plan_on_actors_and_datasource(sray, ray_mod, shard_plan):
         sray.ActorLoader(shard_plan, num_actors=1).load_state_dict(two.state_dict())
 
 
+def test_actor_loader_checks_arguments_on_the_driver(sray, ray_mod, eval_plan):
+    # These failed inside the actor (a Ray ActorDiedError), or for epoch=-1 as
+    # a TypeError from an unpacked None.
+    for kw in (dict(threads=0), dict(prefetch=0), dict(seed=-1), dict(epoch=-1),
+               dict(max_restarts=-1)):
+        with pytest.raises(sluice.InvalidArgumentError):
+            sray.ActorLoader(eval_plan, num_actors=1, **kw)
+    for kw in (dict(thread=2), dict(relaxed_ordering=True)):
+        with pytest.raises(TypeError, match="unknown loader override"):
+            sray.ActorLoader(eval_plan, num_actors=1, **kw)
+    with pytest.raises(sluice.InvalidArgumentError):
+        sray.SluiceDatasource(eval_plan, threads=0)
+
+
 def test_states_of_other_data_or_ranks_are_refused():
     # The actor loader's driver checks states itself (it never opens the data).
     from sluice._ray_common import Delivered
