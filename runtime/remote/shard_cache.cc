@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -157,6 +158,23 @@ int Reserve(int fd, uint64_t size) {
   return err;
 }
 
+// True for a query parameter name that only authenticates a request (see
+// ShardCache::KeyOf), compared ignoring case.
+bool IsAuthParam(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.starts_with("x-amz-") || lower.starts_with("x-goog-")) return true;
+  static constexpr std::string_view kNames[] = {"signature",   "expires", "awsaccesskeyid",
+                                                "key-pair-id", "policy",  "googleaccessid",
+                                                "token",       "sv",      "ss",
+                                                "srt",         "sp",      "se",
+                                                "st",          "spr",     "sig",
+                                                "sr",          "skoid",   "sktid",
+                                                "skt",         "ske",     "sks",
+                                                "skv",         "sdd"};
+  return std::find(std::begin(kNames), std::end(kNames), lower) != std::end(kNames);
+}
+
 std::string RandomTag() {
   std::random_device random;
   char text[9];
@@ -195,12 +213,39 @@ CachedShard::~CachedShard() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+std::string ShardCache::KeyOf(std::string_view url) {
+  const size_t colon = url.find("://");
+  if (colon == std::string_view::npos) return std::string(url);
+  std::string scheme(url.substr(0, colon));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "http" && scheme != "https") return std::string(url);
+  const size_t query = std::min(url.find('?'), url.size());
+  std::string out(url.substr(0, query));
+  // User info (user:password@) authenticates too.
+  const size_t host = colon + 3;
+  const size_t at = out.rfind('@', std::min(out.find('/', host), out.size()));
+  if (at != std::string::npos && at >= host) out.erase(host, at + 1 - host);
+  char sep = '?';
+  std::string_view rest = url.substr(std::min(query + 1, url.size()));
+  rest = rest.substr(0, std::min(rest.find('#'), rest.size()));
+  while (!rest.empty()) {
+    const size_t amp = std::min(rest.find('&'), rest.size());
+    const std::string_view param = rest.substr(0, amp);
+    rest.remove_prefix(std::min(amp + 1, rest.size()));
+    if (param.empty() || IsAuthParam(param.substr(0, param.find('=')))) continue;
+    out += sep;
+    out += param;
+    sep = '&';
+  }
+  return out;
+}
+
 std::string ShardCache::EntryName(const std::string& key) {
-  return Sha256Hex(key).substr(0, 32) + std::string(kEntrySuffix);
+  return Sha256Hex(KeyOf(key)).substr(0, 32) + std::string(kEntrySuffix);
 }
 
 std::string ShardCache::KeyLockName(const std::string& key) {
-  return Sha256Hex(key).substr(0, 32) + ".lock";
+  return Sha256Hex(KeyOf(key)).substr(0, 32) + ".lock";
 }
 
 // An exclusive flock, held for the object's life (released by close).

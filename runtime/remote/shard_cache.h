@@ -4,8 +4,9 @@
 //
 // Layout of the cache directory:
 //   HASH.shard            a complete, verified shard (HASH = the first 32 hex
-//                         digits of SHA-256 of the key, the shard's URL: a URL
-//                         is never used as a path)
+//                         digits of SHA-256 of the key: the shard's URL without
+//                         its authentication, KeyOf; a URL or its query is never
+//                         used as a path)
 //   HASH.lock             per-key download lock (empty; flock)
 //   .partial-PID-TAG-N    a download in progress (never under the final name;
 //                         TAG is random per ShardCache, PID for people only)
@@ -60,6 +61,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "runtime/remote/object_store.h"
@@ -128,7 +130,8 @@ class ShardCache {
   // Writes the shard's bytes, in order, through the sink (e.g. ObjectStore::Stream).
   using Fetch = std::function<Status(const ObjectStore::Sink& sink)>;
 
-  // The shard `key` (its URL), from the cache or downloaded through `fetch`
+  // The shard `key` (its URL; entries are shared by the URLs with the same
+  // KeyOf), from the cache or downloaded through `fetch`
   // into it. expected_size is the shard's size in bytes; expected_sha256 its
   // lower-case hex SHA-256, or "" to check the size only. Thread-safe and
   // process-safe (see the file comment). Errors: kCorruptData naming the key
@@ -145,8 +148,18 @@ class ShardCache {
   const std::string& dir() const { return dir_; }
   uint64_t max_bytes() const { return max_bytes_; }
 
-  // The entry file name for `key` (HASH.shard), and its download lock's
-  // (HASH.lock). For tests and tools.
+  // What names `url`'s entry: for an http(s) URL, the URL without its user
+  // info and without the query parameters that only authenticate the request
+  // (they change with every presigned, SAS or token URL, the shard does not):
+  // X-Amz-* (any case), Signature, Expires, AWSAccessKeyId, Key-Pair-Id,
+  // Policy, X-Goog-*, GoogleAccessId, Azure SAS (sv ss srt sp se st spr sig sr
+  // skoid sktid skt ske sks skv sdd) and token; names compared ignoring case.
+  // Every other parameter is kept, in order (versionId, generation, ...: they
+  // select the content). Other URLs as they are.
+  static std::string KeyOf(std::string_view url);
+
+  // The entry file name for `key` (HASH.shard, HASH of KeyOf(key)), and its
+  // download lock's (HASH.lock). For tests and tools.
   static std::string EntryName(const std::string& key);
   static std::string KeyLockName(const std::string& key);
 

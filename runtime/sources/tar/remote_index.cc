@@ -43,7 +43,6 @@ size_t PathEnd(std::string_view url) {
   return std::min(url.find('?'), url.size());
 }
 
-
 // The objects directly under `prefix` (a '/'-ended prefix) ending in ".tar".
 Result<std::vector<ObjectInfo>> ListDirectory(ObjectStore& store, const std::string& prefix) {
   auto listed = store.List(prefix);
@@ -100,7 +99,11 @@ std::vector<ShardLookup> RemoteLookups(const std::string& dir,
 std::string CacheKey(const std::vector<ObjectInfo>& shards, const FieldMapping& mapping) {
   std::string text = "remote\n" + mapping.Fingerprint() + "\n";
   text += "scan " + std::to_string(kScanRevision) + "\n";
-  for (const ObjectInfo& s : shards) text += s.url + '\0' + std::to_string(s.size) + '\n';
+  // Named without the URLs' authentication, which a presigned or SAS URL
+  // changes every job (ShardCache::KeyOf): a new signature reuses the index.
+  for (const ObjectInfo& s : shards) {
+    text += remote::ShardCache::KeyOf(s.url) + '\0' + std::to_string(s.size) + '\n';
+  }
   std::string hash = plan_format::HashBytes(text);
   return hash.substr(hash.find(':') + 1);
 }

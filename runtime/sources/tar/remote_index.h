@@ -19,8 +19,8 @@
 //     shard and the mapping; a shard whose size differs is marked disagreeing;
 //  2. DIR/index.sluice (what `sluice pack` writes; names relative to DIR),
 //     used when it lists every shard with its current size and the mapping;
-//  3. CACHE/sluice-index-HASH.sluice, HASH covering the shards' URLs and sizes
-//     and the mapping (objects have no usable mtime: a rewritten shard of the
+//  3. CACHE/sluice-index-HASH.sluice, HASH covering the shards' URLs (without
+//     their authentication: remote::ShardCache::KeyOf) and sizes and the mapping (objects have no usable mtime: a rewritten shard of the
 //     same size must be re-indexed by hand, e.g. deleting the cached file);
 //  4. else each shard is streamed once (ObjectStore::Stream) to a temporary
 //     file in CACHE, scanned, and the index written to CACHE (one stderr line

@@ -10,6 +10,7 @@
 #include "runtime/remote/http_store.h"
 #include "runtime/sources/tar/remote_index.h"
 #include "tests/runtime/remote/http_scripted_server.h"
+#include "tests/runtime/test_tmpdir.h"
 
 namespace sluice::runtime::remote {
 namespace {
@@ -89,6 +90,28 @@ TEST(HttpQueryUrlTest, MessagesHideTheQuery) {
     EXPECT_EQ(e.ToString().find("sv=1"), std::string::npos) << e.ToString();
     EXPECT_NE(e.ToString().find("?***"), std::string::npos) << e.ToString();
   }
+}
+
+// A presigned or SAS URL signed anew for the next job finds the index the
+// last job built: the cached index is named without the authentication.
+TEST(HttpQueryUrlTest, ANewSignatureReusesTheCachedIndex) {
+  ScriptedServer server(Serve);
+  auto store = Open(server);
+  testing::TempDir tmp;
+  tar::IndexOptions options;
+  options.cache_dir = tmp.path().string();
+  options.quiet = true;
+  bool built[2] = {};
+  for (int job = 0; job < 2; ++job) {
+    const std::string query = "?sv=1&se=2099&sig=JOB" + std::to_string(job);
+    auto shards = tar::ResolveShardUrls(*store, server.url() + "/d/shard-{0..1}.tar" + query);
+    ASSERT_TRUE(shards) << shards.error().ToString();
+    auto index = tar::OpenRemoteShardIndex(*store, *shards, tar::FieldMapping{}, options);
+    ASSERT_TRUE(index) << index.error().ToString();
+    built[job] = index->built;
+  }
+  EXPECT_TRUE(built[0]);
+  EXPECT_FALSE(built[1]);
 }
 
 }  // namespace

@@ -109,6 +109,56 @@ TEST(ShardCacheTest, MissDownloadsOnceThenHits) {
   EXPECT_TRUE(OddFiles(tmp.path() / "c").empty());
 }
 
+// A presigned, SAS or token URL gets a new signature every job: the entry is
+// keyed by the URL without its authentication, so the next job hits it.
+TEST(ShardCacheTest, ARotatedSignatureHitsTheSameEntry) {
+  TempDir tmp;
+  auto cache = ShardCache::Open((tmp.path() / "c").string(), 1 << 20);
+  ASSERT_TRUE(cache) << cache.error().message;
+  const auto bytes = ShardBytes("https://h/d/shard-0.tar", 800);
+  std::atomic<int> calls{0};
+  for (const std::string query :
+       {"?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F1&X-Amz-Date=1&x-amz-signature=a",
+        "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F2&X-Amz-Date=2&X-Amz-Signature=b",
+        "?sv=2022&se=2099&sr=b&sp=r&sig=c", "?token=d", "?Expires=9&Signature=e&Key-Pair-Id=K",
+        "?GoogleAccessId=g&Expires=1&Signature=f", "?X-Goog-Signature=g&X-Goog-Date=1", ""}) {
+    auto held = AcquireBytes(**cache, "https://h/d/shard-0.tar" + query, bytes, &calls);
+    ASSERT_TRUE(held) << held.error().message;
+    EXPECT_TRUE(held->kept());
+    EXPECT_EQ(ReadAll(*held), bytes);
+  }
+  EXPECT_EQ(calls.load(), 1);
+  // Parameters that select the content keep their own entries.
+  for (const std::string query : {"?versionId=v1", "?versionId=v2&X-Amz-Signature=z",
+                                  "?generation=7", "?generation=7&token=t"}) {
+    auto held = AcquireBytes(**cache, "https://h/d/shard-0.tar" + query, bytes, &calls);
+    ASSERT_TRUE(held) << held.error().message;
+  }
+  EXPECT_EQ(calls.load(), 4);
+  EXPECT_EQ((*cache)->stats().hits, 8u);
+  // No file name holds the query.
+  for (const auto& e : fs::directory_iterator(tmp.path() / "c")) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find("sig"), std::string::npos) << name;
+    EXPECT_EQ(name.find("version"), std::string::npos) << name;
+  }
+}
+
+TEST(ShardCacheTest, TheKeyDropsOnlyAuthenticationParameters) {
+  EXPECT_EQ(ShardCache::KeyOf("https://h/d/s.tar?sv=1&sig=S&se=2&versionId=3"),
+            "https://h/d/s.tar?versionId=3");
+  EXPECT_EQ(ShardCache::KeyOf("https://h/d/s.tar?X-AMZ-Security-Token=t&partNumber=1"),
+            "https://h/d/s.tar?partNumber=1");
+  EXPECT_EQ(ShardCache::KeyOf("http://user:pw@h/s.tar?Policy=p&AWSAccessKeyId=a"),
+            "http://h/s.tar");
+  EXPECT_EQ(ShardCache::KeyOf("https://h/s.tar?skoid=1&sktid=2&skt=3&ske=4&sks=5&skv=6&sdd=7&"
+                              "ss=b&srt=o&spr=https&st=1&generation=9"),
+            "https://h/s.tar?generation=9");
+  // Not http(s): no query ('?' is part of the key's name).
+  EXPECT_EQ(ShardCache::KeyOf("s3://b/p?sig=1/s.tar"), "s3://b/p?sig=1/s.tar");
+  EXPECT_EQ(ShardCache::KeyOf("https://h/s.tar"), "https://h/s.tar");
+}
+
 TEST(ShardCacheTest, ChecksumOrSizeMismatchKeepsNothing) {
   TempDir tmp;
   auto cache = ShardCache::Open(tmp.path().string(), 1 << 20);
