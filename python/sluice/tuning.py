@@ -59,6 +59,17 @@ def profile(
     return path
 
 
+def _positive(name: str, value: Any) -> int:
+    """cpu_budget / memory_budget: an int >= 1 (None is left to the caller)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 1:
+        _sluice.raise_error(
+            "invalid_argument",
+            f"{name} must be a positive int, or None; got {value!r}",
+            f"leave {name} unset (None) for the default",
+        )
+    return int(value)
+
+
 def tune(
     plan: Any,
     profile: PathLike,
@@ -71,7 +82,12 @@ def tune(
     and writes them into plan.json; later loaders of the plan use them for
     knobs the spec left auto. Returns the best knobs, images_per_second and
     the trials. `plan` is a sluice.Plan (its bound vars are used, updated by
-    `vars`) or a plan directory."""
+    `vars`) or a plan directory. cpu_budget (cores, None: the spec's
+    output.cpu_budget, else the profile's cores) and memory_budget (bytes,
+    None: no limit) are ints >= 1; seconds is in [2, 3600] (None: 60), as
+    `sluice tune` takes them: InvalidArgumentError otherwise."""
+    if seconds is not None and not (2 <= float(seconds) <= 3600):
+        _sluice.raise_error("invalid_argument", f"seconds must be in [2, 3600], got {seconds}")
     from . import Plan, _vars_dict  # late: tuning.py is imported by the package itself
 
     bound: Dict[str, str] = {}
@@ -85,8 +101,8 @@ def tune(
             path,
             bound,
             os.fspath(profile),
-            int(cpu_budget) if cpu_budget is not None else -1,
-            int(memory_budget) if memory_budget is not None else -1,
+            _positive("cpu_budget", cpu_budget) if cpu_budget is not None else -1,
+            _positive("memory_budget", memory_budget) if memory_budget is not None else -1,
             float(seconds) if seconds is not None else -1.0,
         )
     )

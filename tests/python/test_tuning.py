@@ -86,3 +86,13 @@ def test_tune_searches_within_a_two_core_budget(tmp_root, train_plan_dir, datase
                                                          for t in trials}
     tuned = json.load(open(os.path.join(plan_dir, "plan.json")))["tuned"]
     assert tuned["cpu_budget"] == 2 and tuned["threads"] == result["threads"]
+
+
+@pytest.mark.parametrize("kw", [dict(cpu_budget=0), dict(cpu_budget=-2), dict(cpu_budget=True),
+                                dict(memory_budget=0), dict(memory_budget=-1),
+                                dict(seconds=0), dict(seconds=1), dict(seconds=4000)])
+def test_tune_refuses_out_of_range_budgets(train_plan, hw_profile, kw):
+    # cpu_budget=0 tuned for all the profile's cores, memory_budget=0 with no
+    # limit and seconds=0 for the 60 s default, silently; nothing runs now.
+    with pytest.raises(sluice.InvalidArgumentError):
+        train_plan.tune(hw_profile, **dict(dict(seconds=2), **kw))
