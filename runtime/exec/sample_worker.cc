@@ -305,7 +305,7 @@ Status SampleWorker::RunFused(const FieldLayout& f, uint64_t index, const Job& j
   out.kernel_ns += Ns(k0, k1);
   TraceStep(job, "kernel", k0, k1, index, st ? nullptr : &st.error(), &f - config_.fields.data(),
             out.attempt > 0 ? out.attempt : -1);
-  if (!st) fatal = true;
+  if (!st && st.error().code != ErrorCode::kCorruptData) fatal = true;  // else the image's fault
   return st;
 }
 

@@ -25,7 +25,8 @@
 // Bad samples follow the error policy (include/sluice/loader.h): skip draws a
 // replacement from the rank's epoch order, replace takes the next dataset
 // index, fail records the error; at most kMaxAttempts replacements. An error
-// that is not the sample's fault (a kernel failure) is `fatal`. A read that
+// that is not the sample's fault (a kernel failure, but not Kernel::Run's
+// kCorruptData for an image too large for the kernel) is `fatal`. A read that
 // passes source.read_timeout (ReadPool) is a bad sample like a corrupt file.
 #pragma once
 

@@ -124,6 +124,18 @@ Status Kernel::Run(const ImageView& in, const SampleArgs& a, void* out) const {
                          "-channel image, got " + std::to_string(in.height) + "x" +
                          std::to_string(in.width) + "x" + std::to_string(in.channels));
   }
+  // Halide's per-buffer limit (2^31 - 1 bytes spanned; targets without
+  // large_buffers), checked here so that it is the image's error, not the
+  // kernel's: only an image over ~715 MP RGB (a raised max_pixels) reaches it.
+  if (const int64_t span = (in.height - 1) * in.row_stride + in.width * in.channels;
+      span > kMaxKernelInputBytes) {
+    return MakeError(ErrorCode::kCorruptData,
+                     "a " + std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
+                         std::to_string(in.channels) + " image (" + std::to_string(span) +
+                         " bytes) is over the fused kernels' input limit of " +
+                         std::to_string(kMaxKernelInputBytes) + " bytes",
+                     "lower the decode op's max_pixels, or decode with a crop (decode pushdown)");
+  }
   halide_dimension_t in_dims[3] = {
       {0, static_cast<int32_t>(in.channels), 1, 0},
       {0, static_cast<int32_t>(in.width), static_cast<int32_t>(in.channels), 0},

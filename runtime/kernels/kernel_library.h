@@ -37,13 +37,19 @@ struct ImageView {
   int64_t row_stride = 0;  // bytes; >= width * channels
 };
 
+// The most bytes a kernel's input image may span ((height - 1) * row_stride +
+// width * channels): Halide's limit for one buffer.
+inline constexpr int64_t kMaxKernelInputBytes = 2147483647;
+
 // One kernel, bound to its chain's output type. Cheap to copy.
 class Kernel {
  public:
   Kernel() = default;
   // Runs the kernel on one sample: `out` receives output.num_elements() elements
   // of the chain's output dtype in its layout (dense). `in.channels` must equal the
-  // chain's input channels. Errors: kInvalidArgument (shape mismatch), kInternal
+  // chain's input channels. Errors: kInvalidArgument (shape mismatch),
+  // kCorruptData (the image spans more than kMaxKernelInputBytes: the sample's
+  // fault, a bad sample for the loader), kInternal
   // (the kernel returned a Halide error code; the message has the code and
   // Halide's messages, e.g. "Constraint violated: in.extent.0 (4) == 3 (3)").
   Status Run(const ImageView& in, const SampleArgs& args, void* out) const;

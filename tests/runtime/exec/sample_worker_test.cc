@@ -154,5 +154,51 @@ TEST_F(SampleWorkerTest, WrongChannelCountIsABadSampleNamingThePath) {
       << filled.error().message;
 }
 
+// Decodes as `inner`, then reports an image of `width` x `height` (3 channels)
+// whose pixels are never written (the buffer stays untouched virtual memory).
+class HugeImageDecoder final : public Decoder {
+ public:
+  HugeImageDecoder(const Decoder& inner, int width, int height)
+      : inner_(inner), width_(width), height_(height) {}
+  std::string_view op_name() const override { return inner_.op_name(); }
+  DecoderCaps caps() const override { return {}; }
+  Result<ImageHeader> ReadHeader(std::span<const uint8_t> data) const override {
+    return inner_.ReadHeader(data);
+  }
+  Result<DecodedRegion> Decode(std::span<const uint8_t> data, const DecodeRequest& request,
+                               ImageBuffer& out) const override {
+    auto region = inner_.Decode(data, DecodeRequest{}, out);
+    if (!region) return region;
+    out.Reset(width_, height_, 3);
+    region->decoded = {0, 0, width_, height_};
+    return region;
+  }
+
+ private:
+  const Decoder& inner_;
+  int width_, height_;
+};
+
+// An image too large for the fused kernel (over Halide's 2 GiB buffer limit;
+// possible with a raised max_pixels) is a bad sample under the error policy,
+// not a fatal kernel failure that stops the loader.
+TEST_F(SampleWorkerTest, ImageOverTheKernelLimitIsABadSample) {
+  config_.policy = runtime::ErrorPolicy::kFail;
+  HugeImageDecoder huge(*decoder_, 27000, 27000);  // 2.19e9 bytes of RGB
+  runtime::ReadPool reads(source_, {.timeout_s = config_.read_timeout, .threads = 1});
+  runtime::SampleWorker worker(config_, *source_, huge, reads);
+  runtime::EpochOrder order = sampler_->Epoch(0);
+  runtime::Scratch scratch;
+  runtime::Outcome outcome;
+  worker.Process({.buffer = 0, .data = buffer_, .slot = 0, .epoch = 0, .position = 0}, order,
+                 scratch, outcome);
+  EXPECT_FALSE(outcome.fatal) << outcome.fatal->ToString();
+  ASSERT_TRUE(outcome.error);
+  EXPECT_EQ(outcome.error->code, ErrorCode::kCorruptData);
+  EXPECT_NE(outcome.error->message.find("input limit"), std::string::npos)
+      << outcome.error->message;
+  EXPECT_EQ(outcome.bad_count, 1);
+}
+
 }  // namespace
 }  // namespace sluice
