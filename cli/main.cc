@@ -63,13 +63,16 @@ commands:
       the best knobs into PLAN/plan.json ("tuned"); the loader uses them for
       knobs the spec left auto.
   pack SPEC_OR_SOURCE -o OUT_DIR [--shard-size 256MB] [--max-side N] [--quality Q]
-      [--threads T] [--var NAME=VALUE]...
+      [--no-restart-markers] [--threads T] [--var NAME=VALUE]...
       Write the samples of a source (a spec's source, an image folder, or a
       .csv/.tsv file list) as WebDataset tar shards OUT_DIR/shard-NNNNNN.tar
       (KEY.jpg|png, KEY.cls, KEY.json), with index.sluice (read by the
       tar_shards source) and manifest.json (counts, class names, SHA-256 per
       shard, options). --max-side re-encodes images larger than N on their
-      longer side (JPEG at --quality, default 90). Deterministic; uses T
+      longer side (JPEG at --quality, default 90). Baseline JPEGs are
+      stored re-encoded losslessly with restart markers (the same pixels;
+      the loader then decodes only the tiles a crop needs);
+      --no-restart-markers stores them byte for byte. Deterministic; uses T
       threads (default all cores); progress on stderr.
   inspect PLAN [--json]
       A plan for people: versions and hashes (kernels.so checked), variables

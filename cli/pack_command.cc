@@ -44,6 +44,8 @@ int Pack(const Args& args) {
       if (int_value("--quality", 1, 100)) options.quality = static_cast<int>(n);
     } else if (TakeValue(args, i, "--threads", value, error)) {
       if (int_value("--threads", 1, 4096)) options.threads = static_cast<int>(n);
+    } else if (args[i] == "--no-restart-markers") {
+      options.restart_markers = false;  // store JPEGs byte for byte
     } else if (TakeVar(args, i, vars, error)) {
       // a bad binding is in `error`, reported below
     } else if (!args[i].empty() && args[i][0] == '-') {

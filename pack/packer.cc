@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/usable_cores.h"
+#include "pack/restart_markers.h"
 #include "pack/shrink.h"
 #include "runtime/sources/tar/index_store.h"
 #include "runtime/sources/tar/shard_index.h"
@@ -25,13 +26,16 @@ namespace {
 // One source sample made ready for writing (by a parallel task).
 struct PreparedSample {
   std::vector<uint8_t> read;    // the source bytes (reused between windows)
-  std::vector<uint8_t> shrunk;  // the re-encoded image when resized
+  std::vector<uint8_t> shrunk;     // the re-encoded image when resized
+  std::vector<uint8_t> restarted;  // image() with restart markers, when added
   size_t read_size = 0;
   bool resized = false;
+  bool restarted_ok = false;  // `restarted` holds the image to store
   std::string ext;       // "jpg" | "png" | the name's own extension
   std::string metadata;  // KEY.json
   std::optional<Error> error;
   std::span<const uint8_t> image() const {
+    if (restarted_ok) return restarted;
     return resized ? std::span<const uint8_t>(shrunk)
                    : std::span<const uint8_t>(read.data(), read_size);
   }
@@ -76,6 +80,7 @@ void Prepare(const Source& source, uint64_t index, const PackOptions& options,
              PreparedSample& out) {
   out.error.reset();
   out.resized = false;
+  out.restarted_ok = false;
   auto n = source.Read(index, out.read);
   if (!n) {
     out.error = n.error();
@@ -117,6 +122,9 @@ void Prepare(const Source& source, uint64_t index, const PackOptions& options,
       meta["resized"] = {{"from", {shrunk->original_width, shrunk->original_height}},
                          {"to", {shrunk->width, shrunk->height}}};
     }
+  }
+  if (options.restart_markers && format == ImageFormat::kJpeg) {
+    out.restarted_ok = AddRestartMarkers(out.image(), out.restarted);
   }
   // Names need not be UTF-8; JSON must be: bad bytes become U+FFFD.
   out.metadata = meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -287,7 +295,8 @@ Result<PackSummary> PackSource(const Source& source, const PackOptions& options)
        {{"source", {{"format", options.source_format}, {"path", options.source_path}}},
         {"shard_size", options.shard_size},
         {"max_side", options.max_side},
-        {"quality", options.quality}}},
+        {"quality", options.quality},
+        {"restart_markers", options.restart_markers}}},
       {"resized", summary.resized},
       {"skipped", skipped}};
   const std::string path = (fs::path(options.out_dir) / kPackManifestFile).string();

@@ -38,6 +38,9 @@ struct PackOptions {
   uint64_t shard_size = uint64_t{256} << 20;  // bytes of tar per shard (target)
   int max_side = 0;                           // > 0: shrink larger images (pack/shrink.h)
   int quality = 90;                           // JPEG quality of shrunk images, 1..100
+  // Store baseline JPEGs re-encoded losslessly with restart markers, so the
+  // loader decodes only the tiles a crop needs (pack/restart_markers.h).
+  bool restart_markers = true;
   int threads = 0;                            // 0: every core
   // Recorded in the manifest ("source"); and stripped from the front of
   // sample names to give each KEY.json's relative "path".

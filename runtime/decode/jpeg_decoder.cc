@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/decode/jpeg_restart_splice.h"
 #include "runtime/decode/orientation.h"
 
 namespace sluice::runtime {
@@ -293,8 +294,11 @@ Result<JpegInfo> ReadJpegHeader(std::span<const uint8_t> data) {
   return info;
 }
 
-Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequest& request,
-                                 ImageBuffer& out) {
+namespace {
+
+// DecodeJpeg on the bytes as they are.
+Result<DecodedRegion> DecodeWhole(std::span<const uint8_t> data, const DecodeRequest& request,
+                                  ImageBuffer& out) {
   Decompressor d;
   InitErrorHandling(d);
   DecodedRegion region;
@@ -323,6 +327,43 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
                      std::string("JPEG decode: warning: ") + d.err.first_warning);
   }
   region.warnings = d.err.warnings;
+  return region;
+}
+
+}  // namespace
+
+Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequest& request,
+                                 ImageBuffer& out) {
+  if (!request.crop) return DecodeWhole(data, request, out);
+  // A JPEG with row-aligned restart intervals is cut down to the tiles the
+  // crop needs before any entropy decoding (jpeg_restart_splice.h). The
+  // margin covers the decoded columns beyond the crop (kEdgeMargin scaled
+  // pixels) and one MCU of upsampling context, so the buffer's pixels are
+  // those of the plain path.
+  const int denom = DctScaleDenom(*request.crop, request);
+  const int margin = kEdgeMargin * denom + 16;
+  thread_local std::vector<uint8_t> spliced;  // per thread, reused
+  const std::optional<SpliceOrigin> origin =
+      SpliceRestartIntervals(data, *request.crop, margin, spliced);
+  if (!origin) return DecodeWhole(data, request, out);
+  // The limits apply to the image, not to the part of it decoded.
+  const int width = origin->image_width, height = origin->image_height;
+  if (width > kMaxJpegSide || height > kMaxJpegSide ||
+      int64_t{width} * height > request.max_pixels) {
+    return DecodeWhole(data, request, out);
+  }
+  DecodeRequest part = request;
+  part.crop->x -= origin->x;
+  part.crop->y -= origin->y;
+  auto region = DecodeWhole(spliced, part, out);
+  if (!region) return region;
+  // Back into the whole image's scaled coordinates (origins are multiples of
+  // the MCU size, so of every scale); crop_* are relative to `decoded`.
+  const int d = region->scale_denom;
+  region->scaled_width = (width + d - 1) / d;
+  region->scaled_height = (height + d - 1) / d;
+  region->decoded.x += origin->x / d;
+  region->decoded.y += origin->y / d;
   return region;
 }
 

@@ -4,10 +4,13 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
+#include <span>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "runtime/decode/jpeg_decoder.h"
 #include "runtime/sources/file_list_source.h"
 #include "runtime/sources/image_folder_source.h"
 #include "runtime/sources/tar/index_store.h"
@@ -65,6 +68,7 @@ TEST_F(PackTest, WritesShardsIndexAndManifestOtherToolsRead) {
   const fs::path out = out_.path() / "shards";
   uint64_t calls = 0;
   PackOptions options = Options(out);
+  options.restart_markers = false;  // members are the source's bytes
   options.progress = [&](uint64_t done, uint64_t total) {
     ++calls;
     EXPECT_EQ(total, 30u);
@@ -130,6 +134,37 @@ TEST_F(PackTest, SameInputSameBytesWhateverTheThreads) {
     ++files;
   }
   EXPECT_GT(files, 3);
+}
+
+// By default JPEGs are stored re-encoded with restart markers: other bytes,
+// the same pixels (as any decoder gives them), and spliceable by the loader.
+TEST_F(PackTest, RestartMarkersByDefaultKeepEveryPixel) {
+  PackOptions o = Options(out_.path() / "restart");
+  o.shard_size = 1 << 20;  // one shard
+  ASSERT_TRUE(PackSource(*source_, o).has_value());
+  auto manifest = nlohmann::json::parse(Slurp(fs::path(o.out_dir) / kPackManifestFile));
+  EXPECT_EQ(manifest["options"]["restart_markers"], true);
+  const std::string shard = (fs::path(o.out_dir) / "shard-000000.tar").string();
+  for (size_t k = 0; k < 30; k += 7) {
+    char key[16];
+    std::snprintf(key, sizeof key, "%09zu", k);
+    const std::string stored = Shell("tar -xOf '" + shard + "' " + key + ".jpg");
+    const std::string original = Slurp(source_->path(k));
+    EXPECT_NE(stored, original);
+    EXPECT_NE(stored.find("\xFF\xDD"), std::string::npos) << "a DRI marker";
+    ImageBuffer a, b;
+    auto ra = DecodeJpeg(std::span(reinterpret_cast<const uint8_t*>(stored.data()), stored.size()),
+                         DecodeRequest{}, a);
+    auto rb = DecodeJpeg(
+        std::span(reinterpret_cast<const uint8_t*>(original.data()), original.size()),
+        DecodeRequest{}, b);
+    ASSERT_TRUE(ra.has_value() && rb.has_value());
+    ASSERT_EQ(a.width(), b.width());
+    ASSERT_EQ(a.height(), b.height());
+    for (int y = 0; y < a.height(); ++y) {
+      ASSERT_EQ(0, std::memcmp(a.row(y), b.row(y), size_t(a.width()) * a.channels()));
+    }
+  }
 }
 
 TEST_F(PackTest, MaxSideShrinksOnlyLargerImages) {

@@ -11,73 +11,14 @@
 #include <optional>
 #include <vector>
 
+#include "tests/runtime/decode/jpeg_test_images.h"
+
 namespace sluice::runtime {
 namespace {
 
-// ---- test JPEG writer (libjpeg compress API) --------------------------------
-
-struct EncodeOptions {
-  J_COLOR_SPACE in_space = JCS_RGB;  // layout of `pixels`
-  int components = 3;
-  J_COLOR_SPACE jpeg_space = JCS_UNKNOWN;  // JCS_UNKNOWN: libjpeg's default for in_space
-  int quality = 95;
-  int h_samp = 2, v_samp = 2;  // luma sampling factors (chroma is 1x1)
-  bool progressive = false;
-};
-
-std::vector<uint8_t> Encode(const std::vector<uint8_t>& pixels, int w, int h,
-                            const EncodeOptions& o) {
-  jpeg_compress_struct cinfo;
-  jpeg_error_mgr jerr;
-  cinfo.err = jpeg_std_error(&jerr);
-  jpeg_create_compress(&cinfo);
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&cinfo, &buf, &size);
-  cinfo.image_width = w;
-  cinfo.image_height = h;
-  cinfo.input_components = o.components;
-  cinfo.in_color_space = o.in_space;
-  jpeg_set_defaults(&cinfo);
-  if (o.jpeg_space != JCS_UNKNOWN) jpeg_set_colorspace(&cinfo, o.jpeg_space);
-  jpeg_set_quality(&cinfo, o.quality, TRUE);
-  if (cinfo.num_components >= 3) {
-    cinfo.comp_info[0].h_samp_factor = o.h_samp;
-    cinfo.comp_info[0].v_samp_factor = o.v_samp;
-  }
-  if (o.progressive) jpeg_simple_progression(&cinfo);
-  jpeg_start_compress(&cinfo, TRUE);
-  while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(&pixels[size_t(cinfo.next_scanline) * w * o.components]);
-    jpeg_write_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_compress(&cinfo);
-  jpeg_destroy_compress(&cinfo);
-  std::vector<uint8_t> out(buf, buf + size);
-  std::free(buf);
-  return out;
-}
-
-// Photo-like content: gradients, a disc and deterministic noise.
-std::vector<uint8_t> Pattern(int w, int h, int c, unsigned seed = 1) {
-  std::vector<uint8_t> p(size_t(w) * h * c);
-  unsigned s = seed;
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      s = s * 1103515245u + 12345u;
-      int noise = int((s >> 16) % 17) - 8;
-      bool disc = (x - w / 3) * (x - w / 3) + (y - h / 2) * (y - h / 2) < (w * h) / 16;
-      for (int k = 0; k < c; ++k) {
-        int v = (k == 0   ? 255 * x / std::max(1, w - 1)
-                 : k == 1 ? 255 * y / std::max(1, h - 1)
-                          : 128 + 60 * k) +
-                (disc ? 70 - 40 * k : 0) + noise;
-        p[(size_t(y) * w + x) * c + k] = uint8_t(std::clamp(v, 0, 255));
-      }
-    }
-  }
-  return p;
-}
+using testing::Encode;
+using testing::EncodeOptions;
+using testing::Pattern;
 
 std::vector<uint8_t> RgbJpeg(int w, int h, EncodeOptions o = {}) {
   return Encode(Pattern(w, h, 3), w, h, o);
@@ -275,8 +216,8 @@ TEST(JpegDecode, CropAtFullScaleIsBitIdenticalToFullDecode) {
     for (PixelRect crop : {PixelRect{0, 0, w, h}, PixelRect{37, 21, 50, 61}, PixelRect{1, 1, 1, 1},
                            PixelRect{150, 100, 53, 57}, PixelRect{64, 32, 64, 32},
                            PixelRect{0, 150, 203, 7}, PixelRect{199, 0, 4, 157}}) {
-      SCOPED_TRACE(testing::Message() << "crop " << crop.x << "," << crop.y << " " << crop.width
-                                      << "x" << crop.height);
+      SCOPED_TRACE(::testing::Message() << "crop " << crop.x << "," << crop.y << " " << crop.width
+                                        << "x" << crop.height);
       DecodeRequest req;
       req.crop = crop;
       ImageBuffer part;
@@ -443,15 +384,14 @@ TEST(JpegDecode, ATruncatedFileIsBadWhateverTheCrop) {
   std::vector<uint8_t> trailing = jpg;
   trailing.insert(trailing.end(), {'t', 'r', 'a', 'i', 'l', 'e', 'r'});
   for (PixelRect crop : {PixelRect{0, 0, w, 16}, PixelRect{8, 8, 32, 32}, PixelRect{0, 0, w, h}}) {
-    SCOPED_TRACE(testing::Message() << "crop rows " << crop.y << "+" << crop.height);
+    SCOPED_TRACE(::testing::Message() << "crop rows " << crop.y << "+" << crop.height);
     DecodeRequest req;
     req.crop = crop;
     ImageBuffer out;
     auto bad = DecodeJpeg(cut, req, out);
     ASSERT_FALSE(bad.has_value());
     EXPECT_EQ(bad.error().code, ErrorCode::kCorruptData);
-    EXPECT_NE(bad.error().message.find("premature end"), std::string::npos)
-        << bad.error().message;
+    EXPECT_NE(bad.error().message.find("premature end"), std::string::npos) << bad.error().message;
     EXPECT_TRUE(DecodeJpeg(jpg, req, out).has_value());
     auto with_trailer = DecodeJpeg(trailing, req, out);
     EXPECT_TRUE(with_trailer.has_value()) << with_trailer.error().ToString();
