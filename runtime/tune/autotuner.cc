@@ -135,7 +135,12 @@ class Search {
  public:
   Search(const Plan& plan, const HardwareProfile& profile, const TuneOptions& options)
       : plan_(plan), options_(options) {
-    result_.cpu_budget = options.cpu_budget > 0 ? options.cpu_budget : profile.cpu.cores;
+    // --cpu-budget, else the spec's output.cpu_budget, else the profile's
+    // cores (the placement pass's order, docs/cost_model.md).
+    const int spec_budget = SpecKnob(plan, "cpu_budget");
+    result_.cpu_budget = options.cpu_budget > 0 ? options.cpu_budget
+                         : spec_budget > 0      ? spec_budget
+                                                : profile.cpu.cores;
     result_.memory_budget = options.memory_budget;
     budget_ = std::max(1, result_.cpu_budget);
     spec_threads_ = SpecKnob(plan, "threads");

@@ -17,7 +17,8 @@
 // own neighbours are always measured, even past the budget). Finally the
 // two best settings are measured again and the better median wins.
 //
-// Budgets: threads <= cpu_budget; in_flight <= threads (a worker holds one
+// Budgets: threads <= cpu_budget (else the spec's output.cpu_budget, else
+// the profile's cores); in_flight <= threads (a worker holds one
 // sample, so more changes nothing: see loader.h); memory = (prefetch + 1)
 // batch buffers + per-worker scratch (read buffer + decoded image, sized from
 // the profile's mean JPEG, ImageNet's 110 kB / 500x375 when absent) must be
@@ -49,7 +50,7 @@ struct Knobs {
 };
 
 struct Trial {
-  int index = 0;                 // 1-based, in the order run
+  int index = 0;  // 1-based, in the order run
   Knobs knobs;
   double images_per_second = 0;  // median of the segments
   double spread = 0;             // (max - min) / median of the segments
@@ -59,12 +60,12 @@ struct Trial {
 };
 
 struct TuneOptions {
-  int cpu_budget = -1;         // cores; -1 = the profile's cpu.cores
+  int cpu_budget = -1;         // cores; -1 = output.cpu_budget, else cpu.cores
   int64_t memory_budget = -1;  // bytes; -1 = no limit
   double seconds = 60;         // total time for all trials (roughly)
   double min_gain = 0.03;      // a move must beat the current point by this fraction
   int max_prefetch = 16;
-  LoaderOptions base;          // sharding, seed, ... (knob fields are overridden)
+  LoaderOptions base;                          // sharding, seed, ... (knob fields are overridden)
   std::function<void(const Trial&)> on_trial;  // called after each trial
 };
 

@@ -1,5 +1,6 @@
 // Offline autotuner (runtime/tune/autotuner.h) on the loader test plan: the
-// search stays inside the CPU and memory budgets, spec-explicit knobs are held,
+// search stays inside the CPU (option, else the spec's) and memory budgets,
+// spec-explicit knobs are held,
 // an impossible memory budget is an error, and WriteTunedKnobs keeps plan.json
 // loadable with the knobs Plan::Load then reports.
 #include "runtime/tune/autotuner.h"
@@ -58,8 +59,8 @@ TEST(AutotunerMemoryTest, EstimateMemoryCountsBuffersAndActiveWorkers) {
 TEST_F(AutotunerTest, StaysWithinTheCpuBudgetAndHoldsExplicitKnobs) {
   ScopedDir dir("tune_plan");
   // The spec sets prefetch: 3 explicitly; threads and in_flight stay auto.
-  std::string path = EditedPlan(dir.path(), "p.plan",
-                                [](nlohmann::json& j) { j["output"]["prefetch"] = 3; });
+  std::string path =
+      EditedPlan(dir.path(), "p.plan", [](nlohmann::json& j) { j["output"]["prefetch"] = 3; });
   Plan plan = LoadPlan(path);
   TuneOptions o;
   o.cpu_budget = 2;
@@ -87,6 +88,27 @@ TEST_F(AutotunerTest, StaysWithinTheCpuBudgetAndHoldsExplicitKnobs) {
   bool best_was_tried = false;
   for (const Trial& t : r->trials) best_was_tried |= t.knobs == r->best;
   EXPECT_TRUE(best_was_tried);
+}
+
+TEST_F(AutotunerTest, SpecCpuBudgetBoundsTheSearchWithoutAnOption) {
+  // output.cpu_budget: 1 on a 2-core profile: without --cpu-budget the tuner
+  // used the profile's cores and wrote threads 2, which the loader then took
+  // over the spec's budget (tuned threads come before cpu_budget).
+  ScopedDir dir("tune_spec_budget");
+  std::string path =
+      EditedPlan(dir.path(), "b.plan", [](nlohmann::json& j) { j["output"]["cpu_budget"] = 1; });
+  Plan plan = LoadPlan(path);
+  TuneOptions o;
+  o.seconds = 2;
+  auto r = Autotune(plan, TwoCores(), o);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->cpu_budget, 1);
+  for (const Trial& t : r->trials) EXPECT_EQ(t.knobs.threads, 1) << t.knobs.ToString();
+  o.cpu_budget = 2;  // the option still wins
+  auto wide = Autotune(plan, TwoCores(), o);
+  ASSERT_TRUE(wide.has_value()) << wide.error().ToString();
+  EXPECT_EQ(wide->cpu_budget, 2);
+  EXPECT_EQ(wide->trials[0].knobs.threads, 2);
 }
 
 TEST_F(AutotunerTest, MemoryBudgetBoundsEveryTrialAndTooSmallIsAnError) {
