@@ -375,10 +375,12 @@ void PrintSummary(const Plan& plan, const RunArgs& a, const Loader& loader, cons
         static_cast<ull>(s.remote_hedge_wins), static_cast<ull>(s.remote_timeouts),
         static_cast<ull>(s.remote_failures));
     std::printf(
-        "remote reads:    cache hits %llu, misses %llu, lock timeouts %llu; coalesced %llu "
-        "requests (%llu samples); shards streamed %llu, read-ahead %d (%llu stalls)\n",
+        "remote reads:    cache hits %llu, misses %llu, lock timeouts %llu, passed through %llu "
+        "(no space %llu); coalesced %llu requests (%llu samples); shards streamed %llu, "
+        "read-ahead %d (%llu stalls)\n",
         static_cast<ull>(s.cache_hits), static_cast<ull>(s.cache_misses),
-        static_cast<ull>(s.cache_lock_timeouts), static_cast<ull>(s.coalesced_requests),
+        static_cast<ull>(s.cache_lock_timeouts), static_cast<ull>(s.cache_passthrough),
+        static_cast<ull>(s.cache_no_space), static_cast<ull>(s.coalesced_requests),
         static_cast<ull>(s.coalesced_samples), static_cast<ull>(s.shards_streamed), s.read_ahead,
         static_cast<ull>(s.read_ahead_stalls));
   }

@@ -281,6 +281,10 @@ struct LoaderStats {
   // Waits for another process's download (or the cache's directory lock)
   // that ran past remote.deadline_s: the shard was read past the cache.
   uint64_t cache_lock_timeouts = 0;
+  // Shards read once past the cache, not kept (no room beside the shards in
+  // use, larger than max_bytes, a lock timeout, a full or read-only disk);
+  // cache_no_space counts those the cache's disk refused (ENOSPC, EDQUOT...).
+  uint64_t cache_passthrough = 0, cache_no_space = 0;
   uint64_t coalesced_requests = 0;  // range requests that served several samples
   uint64_t coalesced_samples = 0;   // samples read from them
   uint64_t shards_streamed = 0;     // whole-shard streams started (read-ahead)

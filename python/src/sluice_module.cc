@@ -254,6 +254,8 @@ class PyLoader {
     d["cache_hits"] = s.cache_hits;
     d["cache_misses"] = s.cache_misses;
     d["cache_lock_timeouts"] = s.cache_lock_timeouts;
+    d["cache_passthrough"] = s.cache_passthrough;
+    d["cache_no_space"] = s.cache_no_space;
     d["coalesced_requests"] = s.coalesced_requests;
     d["coalesced_samples"] = s.coalesced_samples;
     d["shards_streamed"] = s.shards_streamed;

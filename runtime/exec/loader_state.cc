@@ -248,6 +248,8 @@ LoaderStats LoaderCore::Stats() const {
     s.cache_hits = io->cache_hits;
     s.cache_misses = io->cache_misses;
     s.cache_lock_timeouts = io->cache_lock_timeouts;
+    s.cache_passthrough = io->cache_passthrough;
+    s.cache_no_space = io->cache_no_space;
     s.coalesced_requests = io->coalesced_requests;
     s.coalesced_samples = io->coalesced_samples;
     s.shards_streamed = io->shards_streamed;

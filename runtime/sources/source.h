@@ -26,6 +26,8 @@ struct SourceIoStats {
   uint64_t cache_hits = 0;           // shards found in the local shard cache
   uint64_t cache_misses = 0;         // shards fetched into it
   uint64_t cache_lock_timeouts = 0;  // waits for another process's download that ran out
+  uint64_t cache_passthrough = 0;    // shards read once past the cache, not kept
+  uint64_t cache_no_space = 0;       // of those, shards its disk had no room for
   uint64_t coalesced_requests = 0;
   uint64_t coalesced_samples = 0;
   uint64_t shards_streamed = 0;

@@ -489,6 +489,8 @@ std::optional<SourceIoStats> TarShardSource::IoStats() const {
   s.cache_hits = cache.hits;
   s.cache_misses = cache.misses;
   s.cache_lock_timeouts = cache.lock_timeouts;
+  s.cache_passthrough = cache.passthrough;
+  s.cache_no_space = cache.no_space;
   return s;
 }
 

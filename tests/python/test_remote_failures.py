@@ -323,7 +323,8 @@ for b in loader:
     digest.update(np.ascontiguousarray(b["label"]).tobytes())
 s = loader.stats()
 print(json.dumps({"digest": digest.hexdigest(), "hits": s["cache_hits"],
-                  "misses": s["cache_misses"], "bad": s["bad_samples"]}))
+                  "misses": s["cache_misses"], "bad": s["bad_samples"],
+                  "passthrough": s["cache_passthrough"], "no_space": s["cache_no_space"]}))
 """
 
 
@@ -367,6 +368,7 @@ def test_two_processes_share_one_cache_and_download_each_shard_once(
     # Each shard crossed the wire once, for both processes (index and reads).
     assert sorted(gets) == sorted("/shards/shard-%06d.tar" % k for k in range(SHARDS))
     assert sum(r["misses"] for r in results) == SHARDS
+    assert all(r["passthrough"] == 0 and r["no_space"] == 0 for r in results)
     names = os.listdir(cache)
     assert not [n for n in names if n.startswith(".partial")], names
     kept = [os.path.getsize(os.path.join(cache, n)) for n in names if n.endswith(".shard")]

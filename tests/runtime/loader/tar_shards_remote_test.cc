@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "runtime/remote/shard_cache.h"
 #include "tests/runtime/loader/loader_test_util.h"
 #include "tests/runtime/loader/shard_test_util.h"
 
@@ -163,6 +164,29 @@ TEST_F(TarShardsRemoteTest, ACacheLockedByAStuckProcessIsReadPastAfterTheDeadlin
   for (const auto& e : fs::directory_iterator(shard_cache.path())) {
     EXPECT_FALSE(e.path().filename().string().ends_with(".shard")) << e.path();
   }
+}
+
+// A cache whose disk refuses the space reads every shard past it, with the
+// same batches, and the loader's stats say so (cache_passthrough and
+// cache_no_space, from ShardCacheStats).
+TEST_F(TarShardsRemoteTest, ACacheWithoutSpaceIsCountedInTheLoaderStats) {
+  ScopedDir shard_cache("rtar_full_cache");
+  Loader local = Make(TarPlan("f-local.plan", "${DATA}", "shard_shuffle"), 2);
+  auto want = ReadEpoch(local);
+  ASSERT_TRUE(want.has_value());
+  runtime::remote::ShardCache::FailReservationsForTest(ENOSPC);  // the index build's too
+  Loader url = Make(
+      TarPlan("f-url.plan", Url() + "/", "shard_shuffle", "fail", 1, shard_cache.path().string()),
+      2);
+  auto got = ReadEpoch(url);
+  runtime::remote::ShardCache::FailReservationsForTest(0);
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  EXPECT_TRUE(got->batches == want->batches);
+  const LoaderStats s = url.Stats();
+  EXPECT_EQ(s.cache_hits, 0u);
+  EXPECT_GE(s.cache_no_space, 3u);  // each shard at least once
+  EXPECT_EQ(s.cache_passthrough, s.cache_no_space);
+  EXPECT_EQ(s.bad_samples, 0u);
 }
 
 // Left auto, the read-ahead is sized from the plan's tuned memory budget
