@@ -172,7 +172,19 @@ Status LoaderCore::StartTrace(const std::string& path, size_t max_events_per_tra
   return trace_->Start(path, max_events_per_track);
 }
 
-Result<uint64_t> LoaderCore::StopTrace() { return trace_->Stop(); }
+Result<uint64_t> LoaderCore::StopTrace() {
+  {
+    std::unique_lock lock(mutex_);
+    CloseOpenWaitLocked();  // a sliced wait the caller gave up: its span so far
+  }
+  return trace_->Stop();
+}
+
+void LoaderCore::CloseOpenWaitLocked() {
+  if (!open_wait_begin_) return;
+  trace_->Span(TraceRecorder::kConsumerTrack, "next", *open_wait_begin_, open_wait_end_);
+  open_wait_begin_.reset();
+}
 
 std::vector<double> LoaderCore::BatchLatencies() const {
   std::unique_lock lock(mutex_);
@@ -575,10 +587,25 @@ Result<std::optional<Batch>> LoaderCore::Next(std::optional<Clock::time_point> u
   auto t0 = Clock::now();
   std::unique_lock lock(mutex_);
   int64_t traced_batch = -1;  // the "next" span's argument
+  // One consumer wait is one "next" span: a NextWithin that timed out (a
+  // caller waiting in slices, as Python and `sluice run` do to see signals)
+  // leaves its span open, and a call that follows within kSliceGap continues
+  // it; a later call (a caller that polled, then did other work) closes it
+  // where that call ended and starts anew.
+  const bool continues = open_wait_begin_ && t0 - open_wait_end_ <= kSliceGap;
+  const Clock::time_point span_begin = continues ? *open_wait_begin_ : t0;
+  if (continues) open_wait_begin_.reset();
+  CloseOpenWaitLocked();
+  bool slice_ended = false;  // NextWithin's time ran out
   auto done_waiting = [&] {
     const Clock::time_point now = Clock::now();
     wait_seconds_ += std::chrono::duration<double>(now - t0).count();
-    trace_->Span(TraceRecorder::kConsumerTrack, "next", t0, now, TraceRecorder::kNoIndex,
+    if (slice_ended) {
+      open_wait_begin_ = span_begin;
+      open_wait_end_ = now;
+      return;
+    }
+    trace_->Span(TraceRecorder::kConsumerTrack, "next", span_begin, now, TraceRecorder::kNoIndex,
                  traced_batch);
   };
   if (online_) ObserveLocked(t0);
@@ -615,6 +642,7 @@ Result<std::optional<Batch>> LoaderCore::Next(std::optional<Clock::time_point> u
     PumpLocked();
     if (until && Clock::now() >= *until) {  // checked after a last look for a batch
       if (timed_out != nullptr) *timed_out = true;
+      slice_ended = true;
       done_waiting();
       return std::optional<Batch>();
     }

@@ -115,6 +115,9 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   static constexpr int kMaxAttempts = Outcome::kMaxAttempts;
   // Seconds of Next() calls between two observations of the online tuner.
   static constexpr double kTuneInterval = 0.5;
+  // A Next() that begins at most this long after a timed-out NextWithin
+  // continues its wait: one "next" trace span.
+  static constexpr std::chrono::milliseconds kSliceGap{50};
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -201,6 +204,8 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   Batch MakeBatchLocked(int buffer);
   // Trace counters: in-flight samples and batches filling / ready (only when
   // tracing is on).
+  // Records the "next" span a timed-out NextWithin left open, if any.
+  void CloseOpenWaitLocked();
   void TraceCountersLocked(Clock::time_point now);
 
   // Immutable after Create.
@@ -261,6 +266,10 @@ class LoaderCore : public std::enable_shared_from_this<LoaderCore> {
   int64_t read_ns_ = 0, decode_ns_ = 0, kernel_ns_ = 0;
   int64_t in_flight_samples_ = 0;  // jobs taken and not yet completed (trace counter)
   double wait_seconds_ = 0;
+  // The consumer's wait that a timed-out NextWithin left open (its "next"
+  // span continues in the call that follows within kSliceGap; Next()).
+  std::optional<Clock::time_point> open_wait_begin_;
+  Clock::time_point open_wait_end_;
   // Online tuning (auto knobs only): the caps the workers and the buffer
   // claims obey; equal to config_.workers / config_.prefetch when tuning is off.
   std::optional<OnlineTuner> online_;

@@ -66,3 +66,55 @@ def test_trace_misuse_raises(tmp_path, eval_plan):
         loader.start_trace(str(tmp_path / "b.json"))
     loader.stop_trace()
     assert json.load(open(tmp_path / "a.json"))["traceEvents"]
+
+
+def test_a_wait_in_slices_is_one_next_span(tmp_path, dataset):
+    # Python's next() waits in 100 ms slices to see signals (Ctrl-C); the
+    # trace still shows one `next` span per call, however long it waited.
+    # The first sample is a named pipe without a writer: its read stalls
+    # until source.read_timeout (0.45 s) gives up on it and the slot takes
+    # a good replacement (on_error skip), so the first next() waits ~0.45 s.
+    import threading
+    import time
+
+    from conftest import FAST_TARGETS, dataset_files
+
+    # Outside the data folder (allow_outside_root): a plain blocking open().
+    os.makedirs(tmp_path / "pipe")
+    os.makedirs(tmp_path / "data")
+    fifo = str(tmp_path / "pipe" / "stalled.jpg")
+    os.mkfifo(fifo)
+    good = dataset_files(dataset)[:5]
+    with open(tmp_path / "data" / "list.csv", "w") as f:
+        f.write("path,label\n" + fifo + ",0\n" + "".join(p + ",0\n" for p in good))
+    spec = ("sluice: 1\nname: sliced\n"
+            "source: {format: file_list, path: \"${DATA}/list.csv\", path_column: path, "
+            "label_column: label, allow_outside_root: true, read_timeout: 0.45}\n"
+            "sampling: {order: sequential}\ngraph:\n"
+            "  - decode_jpeg: {in: jpg, out: image, color: rgb}\n"
+            "  - center_crop: {size: [8, 8]}\n"
+            "batch: {size: 2, fields: {image: image, label: cls}}\n"
+            "output: {device: cpu, on_error: {policy: skip, max_fraction: 0.5}}\n")
+    plan_dir = str(tmp_path / "sliced.plan")
+    sluice.compile(spec, plan_dir, cpu_targets=FAST_TARGETS, cuda=False)
+    loader = sluice.load(plan_dir, vars={"DATA": str(tmp_path / "data")}).loader(threads=1)
+    path = str(tmp_path / "run.json")
+    loader.start_trace(path)
+    start = time.monotonic()
+    batches = sum(1 for _ in loader)
+    waited = time.monotonic() - start
+    loader.stop_trace()
+
+    def release():  # the abandoned read's open() returns once a writer opens
+        with open(fifo, "wb"):
+            pass
+
+    threading.Thread(target=release, daemon=True).start()
+    del loader
+    assert batches == 3 and waited >= 0.4, (batches, waited)
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    nexts = sorted((e for e in events if e["ph"] == "X" and e["name"] == "next"),
+                   key=lambda e: e["ts"])
+    assert len(nexts) == batches + 1, [(e["ts"], e["dur"]) for e in nexts]
+    assert nexts[0]["dur"] >= 0.35e6, nexts[0]  # microseconds: the whole first wait
