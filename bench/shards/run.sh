@@ -24,7 +24,10 @@
 # or cold disk). The mount is made fresh for each run (and its backing files
 # evicted as above), so the run starts with no cached page, entry or attribute.
 # shards_nopf reads the shards with `page_cache_prefetch: false` (no
-# posix_fadvise WILLNEED of the announced members). Slow runs add
+# posix_fadvise WILLNEED of the announced members). shards_raw reads shards
+# packed with --no-restart-markers (the source's JPEG bytes): shards against
+# shards_raw is what pack's restart markers give, shards_raw against folder
+# what the read path gives. Slow runs add
 # shards_ss: the shards with
 # `order: shard_shuffle` and a 1024-sample buffer. Needs /dev/fuse, root and
 # python3-fusepy.
@@ -60,14 +63,16 @@ if [[ "${1:-}" != "--no-build" ]]; then
 fi
 mkdir -p "$WORK"
 
-STAMP="images=$IMAGES classes=$CLASSES seed=$SEED shard_size=$SHARD_SIZE"
+STAMP="images=$IMAGES classes=$CLASSES seed=$SEED shard_size=$SHARD_SIZE restart_markers=1"
 if [[ "$(cat "$WORK/.params" 2>/dev/null)" != "$STAMP" ]]; then
-  rm -rf "$WORK/folder" "$WORK/shards" "$WORK/shards512"
+  rm -rf "$WORK/folder" "$WORK/shards" "$WORK/shards512" "$WORK/shards_raw"
   "$BUILD/sluice_make_dataset" "$WORK/folder/train" --images "$IMAGES" --classes "$CLASSES" \
     --seed "$SEED" >&2
   "$BUILD/sluice" pack "$WORK/folder/train" -o "$WORK/shards" --shard-size "$SHARD_SIZE" >&2
   "$BUILD/sluice" pack "$WORK/folder/train" -o "$WORK/shards512" --shard-size "$SHARD_SIZE" \
     --max-side 512 >&2
+  "$BUILD/sluice" pack "$WORK/folder/train" -o "$WORK/shards_raw" --shard-size "$SHARD_SIZE" \
+    --no-restart-markers >&2
   echo "$STAMP" >"$WORK/.params"
 fi
 "$BUILD/sluice" compile examples/imagenet_train.yaml -o "$WORK/folder.plan" >&2
@@ -91,6 +96,7 @@ CONTENDERS=(
   "shards $WORK/shards.plan $WORK/shards $WORK/shards"
   "shards512 $WORK/shards.plan $WORK/shards512 $WORK/shards512"
   "shards_nopf $WORK/shards_nopf.plan $WORK/shards $WORK/shards"
+  "shards_raw $WORK/shards.plan $WORK/shards_raw $WORK/shards_raw"
 )
 run() {  # name plan data cache
   "$BUILD/sluice_e2e_loader" "$2" "$3" --threads "$THREADS" --batches "$BATCHES" \
@@ -113,7 +119,7 @@ trap 'mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"' EXIT
 {
   echo "# $(date -u +%FT%TZ) $(uname -srm); $(nproc) CPUs; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "# threads=$THREADS images=$IMAGES rounds=$ROUNDS batches=$BATCHES warmup=$WARMUP shard_size=$SHARD_SIZE"
-  for d in folder/train shards shards512; do echo "# $d: $(du -sh "$WORK/$d" | cut -f1)"; done
+  for d in folder/train shards shards512 shards_raw; do echo "# $d: $(du -sh "$WORK/$d" | cut -f1)"; done
   if [[ "$STORAGE" == slowfs ]]; then
     echo "# slowfs: open ${SLOW_OPEN_MS} ms, read ${SLOW_READ_MS} ms per request, ${SLOW_MBPS} MB/s shared; fresh mount per run"
   fi

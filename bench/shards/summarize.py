@@ -64,7 +64,7 @@ def main():
     print("| contender | cache | images/s (median) | range | vs folder | images per CPU-s (median) | vs folder | peak RSS |")
     print("|---|---|---|---|---|---|---|---|")
     for cache in ["warm", "cold", "slowfs"]:
-        for name in ["folder", "shards", "shards512", "shards_nopf", "shards_ss"]:
+        for name in ["folder", "shards", "shards512", "shards_nopf", "shards_raw", "shards_ss"]:
             key = f"{name}_{cache}"
             if key not in runs:
                 continue
