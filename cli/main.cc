@@ -95,7 +95,8 @@ commands:
       (between its BEGIN/END GENERATED markers) instead of printing.
   verify PLAN
       Check PLAN without loading it: plan.json parses, its format and compiler
-      versions are ones this sluice reads, its ops are known, and kernels.so's
+      versions are ones this sluice reads, its ops are known, its batch memory
+      layout lies inside the batch buffer without overlaps, and kernels.so's
       hash matches plan.json. Prints OK and exits 0, or the problem and exits 1.
       The hash detects damage, not malice: kernels.so is machine code that
       runs in your process, so load only plans you built or trust.

@@ -1,5 +1,5 @@
-// `sluice verify PLAN`: Plan::Verify's checks (plan.json, versions, ops,
-// kernels.so's hash), without loading kernels.so. Prints "OK ..." and exits 0,
+// `sluice verify PLAN`: Plan::Verify's checks (plan.json, versions, ops, the
+// batch memory layout, kernels.so's hash), without loading kernels.so. Prints "OK ..." and exits 0,
 // or prints the problem and exits 1.
 #include <iostream>
 #include <string>

@@ -441,6 +441,76 @@ std::string FirstNonUtf8(const json& j, const std::string& at, std::string* text
 
 }  // namespace
 
+namespace {
+
+Status CorruptMemory(const std::string& where, const std::string& why) {
+  return MakeError(ErrorCode::kCorruptData, where + ": plan.json \"memory\" " + why,
+                   "recompile the plan with this Sluice (sluice compile)");
+}
+
+// CheckBatchLayout's finding: empty, or what follows `plan.json "memory" `.
+std::string LayoutProblem(const std::vector<PlanFieldExtent>& fields, int64_t batch_size,
+                          int64_t buffer_bytes) {
+  if (buffer_bytes <= 0) return "has no batch size in bytes";
+  if (batch_size <= 0) return "has no batch size";
+  std::vector<std::pair<int64_t, int64_t>> extents;  // [offset, end) per field
+  for (const PlanFieldExtent& f : fields) {
+    if (f.offset < 0) return "gives batch field `" + f.field + "` a negative offset";
+    int64_t bytes = 0, end = 0;
+    if (f.bytes_per_sample < 0 || __builtin_mul_overflow(f.bytes_per_sample, batch_size, &bytes) ||
+        __builtin_add_overflow(f.offset, bytes, &end) || end > buffer_bytes) {
+      return "places batch field `" + f.field + "` outside the " + std::to_string(buffer_bytes) +
+             "-byte batch buffer";
+    }
+    extents.emplace_back(f.offset, end);
+  }
+  std::sort(extents.begin(), extents.end());
+  for (size_t i = 1; i < extents.size(); ++i) {
+    if (extents[i].first < extents[i - 1].second) return "overlaps two batch fields";
+  }
+  return "";
+}
+
+}  // namespace
+
+Status CheckBatchLayout(const std::vector<PlanFieldExtent>& fields, int64_t batch_size,
+                        int64_t buffer_bytes, const std::string& where) {
+  const std::string problem = LayoutProblem(fields, batch_size, buffer_bytes);
+  if (!problem.empty()) return CorruptMemory(where, problem);
+  return Ok();
+}
+
+Status CheckMemoryLayout(const std::optional<PlanMemoryDoc>& memory, const json& batch,
+                         const std::string& where) {
+  if (!memory) return CorruptMemory(where, "is missing");
+  const PlanMemoryDoc& m = *memory;
+  const json size = batch.value("size", json());
+  std::vector<std::string> names;  // the batch's fields, in name order like "memory"'s
+  if (const json f = batch.value("fields", json()); f.is_object()) {
+    for (const auto& [name, tensor] : f.items()) names.push_back(name);
+  }
+  std::vector<std::string> planned;
+  for (const PlanFieldMemoryDoc& f : m.fields) planned.push_back(f.field);
+  if (!size.is_number_integer() || size.get<int64_t>() != m.batch_size || planned != names) {
+    return CorruptMemory(where, "does not match the batch (size " + size.dump() + ", " +
+                                    std::to_string(names.size()) + " fields)");
+  }
+  std::vector<PlanFieldExtent> cpu, staged;
+  for (const PlanFieldMemoryDoc& f : m.fields) {
+    cpu.push_back({f.field, f.offset, f.bytes_per_sample});
+    staged.push_back(
+        {f.field, f.staged_offset,
+         f.staging_bytes_per_sample > 0 ? f.staging_bytes_per_sample : f.bytes_per_sample});
+  }
+  if (std::string p = LayoutProblem(cpu, m.batch_size, m.batch_bytes); !p.empty()) {
+    return CorruptMemory(where, p);
+  }
+  if (std::string p = LayoutProblem(staged, m.batch_size, m.staged_batch_bytes); !p.empty()) {
+    return CorruptMemory(where, "(GPU-staged layout) " + p);
+  }
+  return Ok();
+}
+
 Status PlanDocument::Write(const std::string& dir) const {
   namespace fs = std::filesystem;
   const std::string path = (fs::path(dir) / pf::kPlanFile).string();

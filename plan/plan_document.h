@@ -106,6 +106,33 @@ struct PlanMemoryDoc {
   bool operator==(const PlanMemoryDoc&) const = default;
 };
 
+// One batch field's block in a batch buffer: samples [0, batch_size) of it at
+// offset + i * bytes_per_sample.
+struct PlanFieldExtent {
+  std::string field;
+  int64_t offset = 0;
+  int64_t bytes_per_sample = 0;
+};
+
+// The check every reader of a batch buffer layout runs before anything is
+// written there (the kernels write each field's slots unchecked): a positive
+// buffer size, no negative offset, every field's [offset, offset +
+// bytes_per_sample * batch_size) inside [0, buffer_bytes), no two fields
+// overlapping. Errors: kCorruptData, "WHERE: plan.json "memory" ..." with a
+// hint to recompile. ResolveLoaderConfig (runtime/exec) runs it on the layout
+// it will use; CheckMemoryLayout on both of a document's.
+Status CheckBatchLayout(const std::vector<PlanFieldExtent>& fields, int64_t batch_size,
+                        int64_t buffer_bytes, const std::string& where);
+
+// plan.json "memory" on its own, as `sluice verify` checks it (Plan::Verify):
+// present, for the batch's size and fields (`batch` is plan.json "batch"), and
+// both its layouts (the CPU one: offset, bytes_per_sample, batch_bytes; the
+// staged one: staged_offset, staging_bytes_per_sample where non-zero, else
+// bytes_per_sample, staged_batch_bytes) pass CheckBatchLayout. Errors:
+// kCorruptData.
+Status CheckMemoryLayout(const std::optional<PlanMemoryDoc>& memory, const nlohmann::json& batch,
+                         const std::string& where);
+
 // plan.json "tuned" (written by `sluice tune`).
 struct PlanTunedDoc {
   int threads = -1, in_flight = -1, prefetch = -1, cpu_budget = -1;

@@ -91,7 +91,9 @@ class Plan {
   static Result<Plan> Load(const std::string& path, const PlanVars& vars = {});
   // Runs Load's checks without loading anything: plan.json parses, its format
   // and compiler versions are ones this Sluice reads, every op and param it
-  // names is known, and kernels.so's hash matches plan.json. Does not dlopen
+  // names is known, its batch memory layout is one the loader accepts (inside
+  // the batch buffer, no overlaps: CheckMemoryLayout, plan/plan_document.h),
+  // and kernels.so's hash matches plan.json. Does not dlopen
   // kernels.so (no code from the plan runs), bind ${VARS} or check this CPU.
   // The hash detects a damaged or mismatched kernels.so, not a malicious one
   // (docs/plan.md, "Trust"). Errors: as Load, less kInvalidArgument and

@@ -210,25 +210,17 @@ Status ApplyMemoryPlan(const Plan& p, LoaderConfig& c) {
     f.offset = static_cast<size_t>(offset);
   }
   const int64_t buffer_bytes = c.gpu.use ? m->staged_batch_bytes : m->batch_bytes;
-  if (buffer_bytes <= 0) return corrupt("has no batch size in bytes");
-  c.buffer_bytes = static_cast<size_t>(buffer_bytes);
   // Each field's slots must lie inside the buffer, apart from each other:
   // the kernels write there unchecked (a tampered plan overflowed the heap).
-  std::vector<std::pair<size_t, size_t>> extents;  // [offset, end) per field
+  // The same check as `sluice verify`'s (plan/plan_document.h), on the sizes
+  // the loader will write.
+  std::vector<PlanFieldExtent> extents;
   for (const FieldLayout& f : c.fields) {
     const size_t per_sample = f.gpu ? f.host_sample_bytes : f.sample_bytes;
-    size_t bytes = 0, end = 0;
-    if (__builtin_mul_overflow(per_sample, static_cast<size_t>(c.batch_size), &bytes) ||
-        __builtin_add_overflow(f.offset, bytes, &end) || end > c.buffer_bytes) {
-      return corrupt("places batch field `" + f.name + "` outside the " +
-                     std::to_string(c.buffer_bytes) + "-byte batch buffer");
-    }
-    extents.emplace_back(f.offset, end);
+    extents.push_back({f.name, static_cast<int64_t>(f.offset), static_cast<int64_t>(per_sample)});
   }
-  std::sort(extents.begin(), extents.end());
-  for (size_t i = 1; i < extents.size(); ++i) {
-    if (extents[i].first < extents[i - 1].second) return corrupt("overlaps two batch fields");
-  }
+  SLUICE_RETURN_IF_ERROR(CheckBatchLayout(extents, c.batch_size, buffer_bytes, c.where));
+  c.buffer_bytes = static_cast<size_t>(buffer_bytes);
   return Ok();
 }
 

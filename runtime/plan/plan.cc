@@ -391,6 +391,9 @@ Result<PlanCheck> Plan::Verify(const std::string& path) {
   auto impl = ReadPlan(path, nullptr, /*load_kernels=*/false);
   if (!impl) return std::unexpected(impl.error());
   const PlanDocument& d = (*impl)->doc;
+  // The loader refuses a batch buffer layout that is out of bounds or
+  // overlapping (ResolveLoaderConfig); verify says so first.
+  SLUICE_RETURN_IF_ERROR(CheckMemoryLayout(d.memory, d.batch, "plan `" + path + "`"));
   return PlanCheck{.name = d.name,
                    .format_version = plan_format::kFormatVersion,
                    .compiler_version = d.compiler_version,

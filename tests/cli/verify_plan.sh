@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `sluice verify PLAN`: OK (exit 0) for a freshly compiled plan; exit 1 naming
 # the problem for a damaged kernels.so, a broken plan.json, another format
-# version or no plan; exit 2 without a plan argument. Verify never loads
+# version, a memory section the loader refuses (out of bounds, overlapping) or
+# no plan; exit 2 without a plan argument. Verify never loads
 # kernels.so: a plan whose kernels.so is not a shared library at all, but
 # whose hash in plan.json matches, verifies OK (and `sluice run` refuses it).
 # Usage: verify_plan.sh SLUICE SPEC
@@ -41,6 +42,36 @@ expect 1 "plan.json is not valid JSON" verify "$tmp/json.plan"
 cp -r "$tmp/good.plan" "$tmp/version.plan"
 sed -i 's/"format_version": 2/"format_version": 999/' "$tmp/version.plan/plan.json"
 expect 1 "has plan format version 999" verify "$tmp/version.plan"
+
+# A memory section the loader refuses (a field outside the batch buffer, two
+# fields on top of each other, a negative offset, another batch size, the
+# staged layout out of bounds): verify names it, as the loader would.
+memory_edit() {  # memory_edit NAME PYTHON-STATEMENT-ON-m
+  cp -r "$tmp/good.plan" "$tmp/$1.plan"
+  python3 - "$tmp/$1.plan/plan.json" "$2" <<'PY'
+import json, sys
+path = sys.argv[1]
+doc = json.load(open(path))
+m = doc["memory"]
+exec(sys.argv[2])
+json.dump(doc, open(path, "w"), indent=2)
+PY
+}
+memory_edit small 'm["batch_bytes"] = 16'
+expect 1 'plan.json "memory" places batch field `image` outside the 16-byte batch buffer' \
+  verify "$tmp/small.plan"
+memory_edit overlap 'm["fields"][1]["offset"] = 8'
+expect 1 'plan.json "memory" overlaps two batch fields' verify "$tmp/overlap.plan"
+memory_edit negative 'm["fields"][1]["offset"] = -8'
+expect 1 'gives batch field `label` a negative offset' verify "$tmp/negative.plan"
+memory_edit size 'm["batch_size"] = 512'
+expect 1 'plan.json "memory" does not match the batch' verify "$tmp/size.plan"
+memory_edit staged 'm["fields"][1]["staged_offset"] = m["staged_batch_bytes"]'
+expect 1 '(GPU-staged layout) places batch field `label` outside' verify "$tmp/staged.plan"
+memory_edit nomemory 'del doc["memory"]'
+expect 1 'plan.json "memory" is missing' verify "$tmp/nomemory.plan"
+# The loader refuses the same plan with the same words.
+expect 1 'overlaps two batch fields' run "$tmp/overlap.plan" --var DATA=/nonexistent --batches 1
 
 expect 1 "is not a directory" verify "$tmp/none.plan"
 expect 2 "verify needs a plan" verify
