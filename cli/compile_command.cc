@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "common/hardware_profile.h"
 #include "common/progress.h"
 #include "compiler/driver/compilation_internal.h"
 #include "compiler/passes/pass.h"
@@ -96,9 +97,10 @@ int ParseCompileArgs(const Args& args, CompileArgs& out) {
     int& budget = out.cpu_budget;
     auto [end, ec] =
         std::from_chars(budget_text.data(), budget_text.data() + budget_text.size(), budget);
-    if (ec != std::errc() || end != budget_text.data() + budget_text.size() || budget < 1) {
-      return UsageError("--cpu-budget needs a whole number of cores >= 1, got `" + budget_text +
-                        "`");
+    if (ec != std::errc() || end != budget_text.data() + budget_text.size() || budget < 1 ||
+        budget > HardwareProfile::kMaxCores) {
+      return UsageError("--cpu-budget needs a whole number of cores in 1.." +
+                        std::to_string(HardwareProfile::kMaxCores) + ", got `" + budget_text + "`");
     }
   }
   return ParseEmit(emit, out);
@@ -156,8 +158,8 @@ int Compile(const Args& args) {
 
   if (a.have_plan_out) {
     if (!a.stop_after.empty()) {
-      return UsageError("-o writes the plan after every pass; drop --emit=ir-after=" + a.stop_after +
-                        " or -o");
+      return UsageError(
+          "-o writes the plan after every pass; drop --emit=ir-after=" + a.stop_after + " or -o");
     }
     if (a.plan_out.empty()) return UsageError("-o needs a plan directory name");
     bar.SetNote("generating kernels.so");

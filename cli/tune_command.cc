@@ -23,10 +23,14 @@ int64_t ParseBytes(const std::string& text) {
   if (end == text.c_str() || !(v > 0)) return -1;
   std::string unit(end);
   double scale = 1;
-  if (unit == "k" || unit == "K" || unit == "KiB") scale = 1024.0;
-  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (!unit.empty()) return -1;
+  if (unit == "k" || unit == "K" || unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (!unit.empty())
+    return -1;
   return static_cast<int64_t>(v * scale);
 }
 
@@ -64,14 +68,17 @@ int Tune(const Args& args) {
   }
   if (plan_path.empty()) return UsageError("tune needs a PLAN directory");
   if (profile_path.empty()) {
-    return UsageError("tune needs --profile HW.yaml (measure one with `sluice profile -o hw.yaml`)");
+    return UsageError(
+        "tune needs --profile HW.yaml (measure one with `sluice profile -o hw.yaml`)");
   }
   runtime::TuneOptions options;
   if (!cpu_text.empty()) {
-    options.cpu_budget = std::atoi(cpu_text.c_str());
-    if (options.cpu_budget < 1 || std::to_string(options.cpu_budget) != cpu_text) {
-      return UsageError("--cpu-budget must be a positive integer, got `" + cpu_text + "`");
+    int64_t budget = 0;
+    if (!ParseInt(cpu_text, budget) || budget < 1 || budget > HardwareProfile::kMaxCores) {
+      return UsageError("--cpu-budget must be an integer in 1.." +
+                        std::to_string(HardwareProfile::kMaxCores) + ", got `" + cpu_text + "`");
     }
+    options.cpu_budget = static_cast<int>(budget);
   }
   if (!mem_text.empty()) {
     options.memory_budget = ParseBytes(mem_text);
@@ -99,8 +106,8 @@ int Tune(const Args& args) {
     std::cerr << plan.error().ToString() << "\n";
     return 1;
   }
-  std::printf("tuning %s on %s (profile: %s)\n", plan_path.c_str(),
-              profile->machine.c_str(), profile_path.c_str());
+  std::printf("tuning %s on %s (profile: %s)\n", plan_path.c_str(), profile->machine.c_str(),
+              profile_path.c_str());
   std::printf("%5s  %7s  %9s  %8s  %10s  %7s  %9s  %s\n", "trial", "threads", "in_flight",
               "prefetch", "images/s", "spread", "cpu cores", "memory");
   std::fflush(stdout);
@@ -121,10 +128,10 @@ int Tune(const Args& args) {
     std::cerr << result.error().ToString() << "\n";
     return 1;
   }
-  std::printf("best: %s  %.1f images/s (cpu budget %d%s)\n", result->best.ToString().c_str(),
-              result->images_per_second, result->cpu_budget,
-              options.memory_budget > 0 ? (", memory budget " + Mib(options.memory_budget)).c_str()
-                                        : "");
+  std::printf(
+      "best: %s  %.1f images/s (cpu budget %d%s)\n", result->best.ToString().c_str(),
+      result->images_per_second, result->cpu_budget,
+      options.memory_budget > 0 ? (", memory budget " + Mib(options.memory_budget)).c_str() : "");
   Status written = runtime::WriteTunedKnobs(plan_path, *result, profile->machine);
   if (!written) {
     std::cerr << written.error().ToString() << "\n";

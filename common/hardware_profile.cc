@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -25,7 +26,7 @@ namespace {
 
 enum class Kind {
   kString,
-  kInt,          // integer >= min_int
+  kInt,          // integer in [min_int, max_int]
   kPositive,     // number > 0 (a rate or a cost that cannot be zero)
   kNonNegative,  // number >= 0 (an overhead or a mean that may be unknown)
 };
@@ -41,6 +42,7 @@ struct Field {
   double S::*num = nullptr;
   int S::*integer = nullptr;
   int min_int = 0;
+  int max_int = std::numeric_limits<int>::max();
 };
 
 using Top = HardwareProfile;
@@ -61,10 +63,11 @@ Field<S> Num(const char* name, Kind kind, bool required, double S::*p, const cha
   return f;
 }
 template <class S>
-Field<S> Int(const char* name, int min, bool required, int S::*p, const char* doc) {
+Field<S> Int(const char* name, int min, int max, bool required, int S::*p, const char* doc) {
   Field<S> f{name, Kind::kInt, required, doc};
   f.integer = p;
   f.min_int = min;
+  f.max_int = max;
   return f;
 }
 
@@ -80,7 +83,8 @@ const std::vector<Field<Top>>& TopFields() {
 
 const std::vector<Field<Cpu>>& CpuFields() {
   static const std::vector<Field<Cpu>> f = {
-      Int<Cpu>("cores", 1, true, &Cpu::cores, "Hardware threads usable by the loader."),
+      Int<Cpu>("cores", 1, HardwareProfile::kMaxCores, true, &Cpu::cores,
+               "Hardware threads usable by the loader."),
       Str<Cpu>("model", false, &Cpu::model, "CPU model name."),
       Str<Cpu>("simd", false, &Cpu::simd, "Best kernel target: sse41, avx2 or avx512."),
       Num<Cpu>("decode_mpix_per_s", Kind::kPositive, true, &Cpu::decode_mpix_per_s,
@@ -120,7 +124,8 @@ const std::vector<Field<Storage>>& StorageFields() {
 const std::vector<Field<Gpu>>& GpuFields() {
   static const std::vector<Field<Gpu>> f = {
       Str<Gpu>("name", true, &Gpu::name, "CUDA device name."),
-      Int<Gpu>("device", 0, false, &Gpu::device, "CUDA device ordinal."),
+      Int<Gpu>("device", 0, std::numeric_limits<int>::max(), false, &Gpu::device,
+               "CUDA device ordinal."),
       Num<Gpu>("h2d_pinned_gbps", Kind::kPositive, true, &Gpu::h2d_pinned_gbps,
                "Host-to-device copy from pinned memory, GB/s."),
       Num<Gpu>("h2d_pageable_gbps", Kind::kPositive, true, &Gpu::h2d_pageable_gbps,
@@ -263,6 +268,15 @@ class Reader {
                            Tick(qual) + " must be at least " + std::to_string(f.min_int) +
                                ", got " + std::to_string(x),
                            std::string("it counts ") + f.doc, mark);
+        }
+        if (x > f.max_int) {
+          return MakeError(ErrorCode::kInvalidSpec,
+                           Tick(qual) + " must be at most " + std::to_string(f.max_int) +
+                               ", got " + std::to_string(x),
+                           "the loader (and `sluice tune`) runs at most " +
+                               std::to_string(f.max_int) +
+                               " threads; write the number of cores the loader may use",
+                           mark);
         }
         s.*f.integer = x;
         return Ok();
@@ -440,7 +454,7 @@ void WriteFields(std::ostringstream& out, const std::vector<Field<S>>& fields, c
   }
 }
 
-nlohmann::json FieldSchema(Kind kind, int min_int, const char* doc) {
+nlohmann::json FieldSchema(Kind kind, int min_int, int max_int, const char* doc) {
   nlohmann::json j;
   j["description"] = doc;
   switch (kind) {
@@ -448,6 +462,7 @@ nlohmann::json FieldSchema(Kind kind, int min_int, const char* doc) {
     case Kind::kInt:
       j["type"] = "integer";
       j["minimum"] = min_int;
+      if (max_int < std::numeric_limits<int>::max()) j["maximum"] = max_int;
       break;
     case Kind::kPositive:
       j["type"] = "number";
@@ -470,7 +485,7 @@ nlohmann::json SectionSchema(const std::vector<Field<S>>& fields, const char* do
   nlohmann::json props = nlohmann::json::object();
   nlohmann::json required = nlohmann::json::array();
   for (const Field<S>& f : fields) {
-    props[f.name] = FieldSchema(f.kind, f.min_int, f.doc);
+    props[f.name] = FieldSchema(f.kind, f.min_int, f.max_int, f.doc);
     if (f.required) required.push_back(f.name);
   }
   j["properties"] = props;

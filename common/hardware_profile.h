@@ -46,6 +46,9 @@ namespace sluice {
 
 struct HardwareProfile {
   static constexpr int kFormatVersion = 1;
+  // The most cpu.cores a profile may say: LoaderOptions::kMaxThreads, the
+  // largest thread count and CPU budget the loader (and `sluice tune`) takes.
+  static constexpr int kMaxCores = 4096;
 
   std::string machine;       // free text: which machine this is
   std::string measured_at;   // ISO 8601 UTC
@@ -92,7 +95,8 @@ struct HardwareProfile {
 
 // Reads a profile. Errors: kNotFound (no such file), kInvalidSpec with
 // "file:line:col: ..." and a hint for malformed YAML, a missing required field,
-// a wrong type, a non-positive rate, or another format_version.
+// a wrong type, a non-positive rate, cpu.cores outside 1..kMaxCores, or another
+// format_version.
 Result<HardwareProfile> LoadHardwareProfile(const std::string& path);
 // The same from text (`name` is used in messages in place of a path).
 Result<HardwareProfile> ParseHardwareProfile(const std::string& text, const std::string& name);

@@ -21,6 +21,7 @@
 #include "runtime/decode/jpeg_decoder.h"
 #include "runtime/kernels/kernel_library.h"
 #include "runtime/plan/plan_internal.h"
+#include "sluice/loader.h"
 #include "sluice/plan.h"
 
 #ifndef SLUICE_VERSION
@@ -28,6 +29,8 @@
 #endif
 
 namespace sluice::runtime {
+static_assert(HardwareProfile::kMaxCores == LoaderOptions::kMaxThreads,
+              "a profile's cpu.cores becomes the loader's CPU budget");
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -453,7 +456,9 @@ Result<HardwareProfile> ProfileMachine(const MachineProfileOptions& o) {
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     p.measured_at = buf;
   }
-  p.cpu.cores = UsableCores();
+  // A machine with more usable cores than the loader runs threads says the
+  // most it will use, so that the profile loads (HardwareProfile::kMaxCores).
+  p.cpu.cores = std::min(UsableCores(), HardwareProfile::kMaxCores);
   p.cpu.model = CpuModelName();
   p.cpu.simd = BestSimdLevel();
   p.machine = !o.machine.empty() ? o.machine

@@ -3,7 +3,8 @@
 # verb's usage on stdout and exits 0 for every verb; `sluice help VERB` too; a
 # mistyped command exits 2 suggesting the nearest one; an error that carries
 # a spec's rendered diagnostics (inspect --data, pack) says "error:" once per
-# diagnostic, not "error: FILE:L:C: error: ...".
+# diagnostic, not "error: FILE:L:C: error: ..."; cpu.cores in a profile and
+# --cpu-budget above the loader's 4096 threads are refused up front.
 # Usage: usage.sh SLUICE
 set -uo pipefail
 sluice=$1
@@ -43,4 +44,17 @@ for cmd in "inspect --data $tmp/bad.yaml" "pack $tmp/bad.yaml -o $tmp/out.d"; do
   grep -q "bad.yaml:5:1: error: invalid YAML" "$tmp/err" || fail "sluice $cmd: no diagnostic"
   grep -q "error: .*error:" "$tmp/err" && fail "sluice $cmd: error: said twice"
 done
+# CPU counts: a profile's cpu.cores and --cpu-budget are held to what the
+# loader runs (4096 threads), where they are read, not only later by tune.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+sed 's/^  cores: [0-9]*/  cores: 100000/' "$root/examples/profiles/debian-2core-vm.yaml" >"$tmp/big.yaml"
+"$sluice" compile "$root/examples/imagenet_train.yaml" --profile "$tmp/big.yaml" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "a profile with cores: 100000 should be refused"
+grep -q "big.yaml:[0-9]*:[0-9]*: error: \`cpu.cores\` must be at most 4096, got 100000" "$tmp/err" ||
+  fail "no file:line:col error for cores: 100000"
+"$sluice" tune some.plan --profile "$tmp/big.yaml" --cpu-budget 100000 >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] || fail "tune --cpu-budget 100000 should be a usage error"
+grep -q -- "--cpu-budget must be an integer in 1..4096" "$tmp/err" || fail "tune --cpu-budget"
+"$sluice" compile "$root/examples/imagenet_train.yaml" --cpu-budget 4097 >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] || fail "compile --cpu-budget 4097 should be a usage error"
 echo "cli.usage: OK"

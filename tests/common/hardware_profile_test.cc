@@ -188,6 +188,22 @@ TEST(HardwareProfileTest, NonPositiveRate) {
               11, 14, "`storage.read_mbps` must be positive");
 }
 
+// cpu.cores becomes the loader's CPU budget (and `sluice tune`'s threads):
+// a profile may not say more than the loader runs (LoaderOptions::kMaxThreads).
+TEST(HardwareProfileTest, CoresAboveTheLoadersMaximum) {
+  ExpectError(Replace(kGood, "cores: 2", "cores: 100000"), 4, 10,
+              "`cpu.cores` must be at most 4096, got 100000");
+  ExpectError(Replace(kGood, "cores: 2", "cores: 4097"), 4, 10, "at most 4096");
+  ExpectError(Replace(kGood, "cores: 2", "cores: -5"), 4, 10, "at least 1");
+  EXPECT_TRUE(ParseHardwareProfile(Replace(kGood, "cores: 2", "cores: 4096"), "hw.yaml"));
+  // What the profile writes reads back, and the schema says the same bound.
+  HardwareProfile p = *ParseHardwareProfile(kGood, "hw.yaml");
+  p.cpu.cores = HardwareProfile::kMaxCores;
+  EXPECT_TRUE(ParseHardwareProfile(HardwareProfileToYaml(p), "hw.yaml"));
+  const auto schema = nlohmann::json::parse(HardwareProfileSchema());
+  EXPECT_EQ(schema["properties"]["cpu"]["properties"]["cores"]["maximum"], 4096);
+}
+
 TEST(HardwareProfileTest, OtherFormatVersion) {
   ExpectError(Replace(kGood, "format_version: 1", "format_version: 2"), 1, 17,
               "unsupported format_version 2");
