@@ -12,7 +12,8 @@
 // reads (every failed read/decode). --bad-samples FILE writes each epoch's
 // distinct bad samples as JSON lines
 //   {"epoch": E, "sample": INDEX, "name": PATH, "reason": TEXT}
-// sorted by epoch, then dataset index: an epoch's lines when Next() reports
+// (a PATH that is not UTF-8 has U+FFFD for its bad bytes, and its exact
+// bytes in "name_bytes_b64": base64) sorted by epoch, then dataset index: an epoch's lines when Next() reports
 // its end, and the last epoch's (complete or not) when the run stops, error
 // included. --device sets LoaderOptions::device (a forced cuda that is not
 // usable is an error, exit 1).
@@ -46,9 +47,11 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "cli/report/plain_text.h"
 #include "cli/report/run_report.h"
 #include "cli/report/svg_chart.h"
 #include "common/progress.h"
+#include "common/utf8.h"
 #include "sluice/sluice.h"
 
 namespace sluice::cli {
@@ -130,7 +133,9 @@ bool WriteBadSamples(const Loader& loader, uint64_t epoch, std::ofstream& out, u
   for (const BadSample& b : *bad) {
     nlohmann::ordered_json line = {
         {"epoch", b.epoch}, {"sample", b.index}, {"name", b.path}, {"reason", b.reason}};
-    // Names and reasons may hold bytes that are not UTF-8: replace them.
+    // Names and reasons may hold bytes that are not UTF-8: the JSON has
+    // U+FFFD for them, and a name's exact bytes go in name_bytes_b64.
+    if (!IsValidUtf8(b.path)) line["name_bytes_b64"] = report::Base64(b.path);
     out << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     ++lines;
   }

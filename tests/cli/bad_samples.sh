@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `sluice run --bad-samples FILE`: 40 JPEGs, 3 of them corrupted (truncated,
-# empty, text). skip over 2 epochs: the summary reports 6 distinct bad samples
-# (3 per epoch) and FILE holds one JSON line per (epoch, corrupted file) with
-# its index, path and reason. fail: the run stops (exit 1) naming a corrupted
+# empty with a Latin-1 name, text). skip over 2 epochs: the summary reports 6
+# distinct bad samples (3 per epoch) and FILE (UTF-8) holds one JSON line per
+# (epoch, corrupted file) with its index, path and reason, and the exact bytes
+# of the name that is not UTF-8 in name_bytes_b64. fail: the run stops (exit 1) naming a corrupted
 # path, and FILE lists exactly the bad samples the summary counts.
 # Usage: bad_samples.sh SLUICE MAKE_DATASET SPEC
 set -euo pipefail
@@ -13,9 +14,12 @@ trap 'rm -rf "$tmp"' EXIT
 "$make_dataset" "$tmp/data" --images 40 --classes 2 --seed 3 >/dev/null
 mapfile -t files < <(find "$tmp/data" -type f | sort)
 test "${#files[@]}" -eq 40 || { echo "expected 40 files, got ${#files[@]}"; exit 1; }
-bad=("${files[4]}" "${files[17]}" "${files[30]}")
+# The empty file gets a Latin-1 name (not UTF-8): the list keeps its bytes.
+latin1="$(dirname "${files[17]}")/$(printf 'caf\xe9.jpg')"
+rm "${files[17]}"
+bad=("${files[4]}" "$latin1" "${files[30]}")
 head -c 200 "${files[4]}" >"$tmp/t" && mv "$tmp/t" "${files[4]}"
-: >"${files[17]}"
+: >"$latin1"
 echo "not a jpeg" >"${files[30]}"
 printf '%s\n' "${bad[@]}" | sort >"$tmp/bad.txt"
 
@@ -25,15 +29,22 @@ printf '%s\n' "${bad[@]}" | sort >"$tmp/bad.txt"
 grep -q '^bad samples: *6 distinct (' "$tmp/out" || { cat "$tmp/out"; echo "want 6 distinct"; exit 1; }
 grep -q "^bad-sample list: $tmp/skip.jsonl (6 lines)" "$tmp/out" || { cat "$tmp/out"; exit 1; }
 python3 - "$tmp/skip.jsonl" "$tmp/bad.txt" <<'EOF'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
-bad = open(sys.argv[2]).read().split()
+import base64, json, sys
+raw = open(sys.argv[1], "rb").read()
+raw.decode("utf-8")  # the list is UTF-8 whatever the names
+lines = [json.loads(l) for l in raw.splitlines()]
+bad = sorted(open(sys.argv[2], "rb").read().split(b"\n")[:-1])
+def exact(l):  # a name's bytes: name_bytes_b64 when it is not UTF-8
+    return base64.b64decode(l["name_bytes_b64"]) if "name_bytes_b64" in l else l["name"].encode()
 for epoch in (0, 1):
     got = [l for l in lines if l["epoch"] == epoch]
-    assert sorted(l["name"] for l in got) == bad, (epoch, got)
+    assert sorted(exact(l) for l in got) == bad, (epoch, got)
     assert [l["sample"] for l in got] == sorted(l["sample"] for l in got), got
     for l in got:
-        assert set(l) == {"epoch", "sample", "name", "reason"}, l
+        fields = {"epoch", "sample", "name", "reason"}
+        if l["name"].endswith("caf\ufffd.jpg"):
+            fields.add("name_bytes_b64")
+        assert set(l) == fields, l
         assert l["reason"] and l["name"] not in l["reason"], l
 EOF
 
@@ -49,11 +60,13 @@ n=$(wc -l <"$tmp/fail.jsonl")
 test "$n" -ge 1 || { echo "fail: empty bad-sample list"; exit 1; }
 grep -q "^bad samples: *$n distinct ($n bad reads" "$tmp/out" || { cat "$tmp/out"; exit 1; }
 python3 - "$tmp/fail.jsonl" "$tmp/bad.txt" "$tmp/err" <<'EOF'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
-bad = open(sys.argv[2]).read().split()
-err = open(sys.argv[3]).read()
-assert all(l["name"] in bad and l["epoch"] == 0 for l in lines), lines
-assert lines[0]["name"] in err or any(l["name"] in err for l in lines), (lines, err)
+import base64, json, sys
+lines = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+bad = open(sys.argv[2], "rb").read().split(b"\n")[:-1]
+err = open(sys.argv[3], "rb").read()
+def exact(l):
+    return base64.b64decode(l["name_bytes_b64"]) if "name_bytes_b64" in l else l["name"].encode()
+assert all(exact(l) in bad and l["epoch"] == 0 for l in lines), lines
+assert any(exact(l) in err for l in lines), (lines, err)
 EOF
 echo ok
