@@ -5,10 +5,15 @@
 #include <cstring>
 // clang-format off
 #include <jpeglib.h>
+#include <jerror.h>
 // clang-format on
 
 #include <csetjmp>
+#include <cstdint>
 #include <memory>
+
+#include "runtime/decode/decoder.h"
+#include "runtime/decode/jpeg_decoder.h"
 
 namespace sluice::runtime {
 namespace {
@@ -42,9 +47,44 @@ struct Transcoder {
   jpeg_decompress_struct in;
   jpeg_compress_struct out;
   ErrorMgr in_err, out_err;
-  unsigned char* bytes = nullptr;  // jpeg_mem_dest's buffer (malloc'd)
-  unsigned long size = 0;
+  // The output, written by OutputDestination: malloc'd, `capacity` bytes, of
+  // which `size` are written once term_destination ran. Always the live
+  // buffer, so freeing it is right whether or not libjpeg longjmp'd: with
+  // jpeg_mem_dest, the pointer handed back is only updated at the end, and
+  // after the buffer had grown an error left it pointing at a freed block.
+  unsigned char* bytes = nullptr;
+  size_t capacity = 0;
+  size_t size = 0;
+  jpeg_destination_mgr dest;
 };
+
+constexpr size_t kFirstOutputBuffer = 64 * 1024;
+
+void InitDestination(j_compress_ptr cinfo) {
+  auto* t = static_cast<Transcoder*>(cinfo->client_data);
+  t->bytes = static_cast<unsigned char*>(std::malloc(kFirstOutputBuffer));
+  if (t->bytes == nullptr) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 10);
+  t->capacity = kFirstOutputBuffer;
+  t->dest.next_output_byte = t->bytes;
+  t->dest.free_in_buffer = t->capacity;
+}
+
+// The buffer is full: double it (realloc keeps the old one on failure).
+boolean EmptyOutputBuffer(j_compress_ptr cinfo) {
+  auto* t = static_cast<Transcoder*>(cinfo->client_data);
+  auto* grown = static_cast<unsigned char*>(std::realloc(t->bytes, t->capacity * 2));
+  if (grown == nullptr) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 10);
+  t->bytes = grown;
+  t->dest.next_output_byte = grown + t->capacity;
+  t->dest.free_in_buffer = t->capacity;
+  t->capacity *= 2;
+  return TRUE;
+}
+
+void TermDestination(j_compress_ptr cinfo) {
+  auto* t = static_cast<Transcoder*>(cinfo->client_data);
+  t->size = t->capacity - t->dest.free_in_buffer;
+}
 
 // The largest interval (in MCUs) dividing the MCUs per row and at most
 // kMaxIntervalPixels wide, or 0 when the file is to be kept as it is.
@@ -52,6 +92,14 @@ int IntervalFor(const jpeg_decompress_struct& in) {
   const bool gray = in.num_components == 1 && in.jpeg_color_space == JCS_GRAYSCALE;
   const bool ycc = in.num_components == 3 && in.jpeg_color_space == JCS_YCbCr;
   if (in.progressive_mode || in.arith_code || in.data_precision != 8 || !(gray || ycc)) return 0;
+  // What the loader's decoder refuses by default is not worth re-encoding, and
+  // re-encoding holds every coefficient in memory: a 200-byte file claiming
+  // 65500x65500 pixels took 8 GB.
+  if (in.image_width > static_cast<JDIMENSION>(kMaxJpegSide) ||
+      in.image_height > static_cast<JDIMENSION>(kMaxJpegSide) ||
+      int64_t{in.image_width} * in.image_height > kDefaultMaxPixels) {
+    return 0;
+  }
   const int mcu_width = gray ? 8 : 8 * in.max_h_samp_factor;
   const int per_row = static_cast<int>((in.image_width + mcu_width - 1) / mcu_width);
   if (in.restart_interval > 0 && per_row % static_cast<int>(in.restart_interval) == 0) return 0;
@@ -81,7 +129,10 @@ bool Transcode(Transcoder& t, std::span<const uint8_t> jpeg) {
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&t.in);
   if (t.in_err.warnings > 0) return false;
 
-  jpeg_mem_dest(&t.out, &t.bytes, &t.size);
+  t.dest.init_destination = InitDestination;
+  t.dest.empty_output_buffer = EmptyOutputBuffer;
+  t.dest.term_destination = TermDestination;
+  t.out.dest = &t.dest;
   jpeg_copy_critical_parameters(&t.in, &t.out);
   t.out.optimize_coding = TRUE;
   t.out.restart_interval = static_cast<unsigned>(interval);
@@ -109,6 +160,7 @@ bool AddRestartMarkers(std::span<const uint8_t> jpeg, std::vector<uint8_t>& out)
   }
   jpeg_create_decompress(&t->in);
   jpeg_create_compress(&t->out);
+  t->out.client_data = t.get();
   bool done = false;
   if (setjmp(t->jump) == 0) done = Transcode(*t, jpeg);
   jpeg_destroy_compress(&t->out);

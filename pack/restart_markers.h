@@ -12,7 +12,10 @@
 // Only 8-bit baseline (sequential Huffman) YCbCr and grayscale JPEGs are
 // re-encoded, and only when they decode without a warning: progressive,
 // arithmetic-coded, 12-bit, RGB, CMYK and YCCK files, damaged ones, and files
-// that already have row-aligned restart intervals are kept as they are. Every
+// that already have row-aligned restart intervals are kept as they are, and so
+// are images the loader's decoder refuses by default (over kMaxJpegSide per
+// side or kDefaultMaxPixels in all; re-encoding holds every coefficient in
+// memory, and a few hundred bytes can claim 65500x65500 pixels). Every
 // APPn and COM marker (EXIF orientation, ICC profile) is carried over.
 // Deterministic: the output is a pure function of the input bytes.
 #pragma once
