@@ -35,7 +35,10 @@
 //    the PID in the name (processes in other PID namespaces share PIDs).
 //  - A disk that refuses the space (each download reserves its whole size
 //    with posix_fallocate first: ENOSPC, EDQUOT, EFBIG; EROFS) makes that
-//    shard a pass-through, with one warning (stats.no_space). Pass-through
+//    shard a pass-through, with one warning (stats.no_space). So does a
+//    write refused with one of those errors after the reservation succeeded
+//    (copy-on-write file systems: btrfs, overlays): the bytes written so far
+//    move to memory, the partial file is removed, the download goes on. Pass-through
 //    files are unlinked files in the directory, or in memory (memfd) when the
 //    directory's disk refuses them too. A directory that cannot be written at
 //    Open (read-only, no permission) gives a cache that only reads the entries
@@ -166,6 +169,10 @@ class ShardCache {
   // Tests only: every later space reservation (posix_fallocate) in any
   // ShardCache of this process fails with `err` (0 restores the real call).
   static void FailReservationsForTest(int err);
+  // Tests only: every later write of a download's bytes at or past byte
+  // `from` into a file on disk (not in memory) in any ShardCache of this
+  // process fails with `err` (0 restores the real calls).
+  static void FailDiskWritesForTest(int err, uint64_t from = 0);
 
  private:
   ShardCache(std::string dir, uint64_t max_bytes, double lock_wait_s);
@@ -179,8 +186,18 @@ class ShardCache {
   // Creates, locks (LOCK_EX) and reserves a partial file of `need` bytes;
   // fd -1 when the disk refuses the space (counted, warned once).
   Status CreatePartial(uint64_t need, int* fd, std::string* partial);
-  // A file for a pass-through download of `size` bytes (see the file comment).
-  Result<int> PassThroughFile(uint64_t size);
+  // A file for a pass-through download of `size` bytes (see the file
+  // comment); on_disk: false when it is in memory.
+  Result<int> PassThroughFile(uint64_t size, bool* on_disk);
+  struct DownloadTarget;
+  // Moves a download whose disk refused a write (`err`) to memory: the bytes
+  // [0, written) are copied, a partial file is removed (the shard is then a
+  // pass-through, counted in no_space), one warning.
+  Status SpillToMemory(DownloadTarget& t, uint64_t written, int err);
+  // Streams the shard through `fetch` into t (spilling to memory when the
+  // disk refuses a write) and checks its size. Returns its SHA-256 (hex).
+  Result<std::string> Receive(const std::string& key, uint64_t expected_size, const Fetch& fetch,
+                              DownloadTarget& t);
   // Warns the first time the disk refuses space; `count`: in stats.no_space.
   void NoSpace(const std::string& what, int err, bool count = true);
   // keep = false downloads a pass-through without trying to reserve room.

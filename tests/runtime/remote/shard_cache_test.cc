@@ -390,6 +390,56 @@ TEST(ShardCacheTest, ADiskWithoutSpaceReadsTheShardPastTheCache) {
   EXPECT_TRUE(held->kept());
 }
 
+// A disk that takes the reservation but then refuses a write (copy-on-write
+// file systems such as btrfs, overlays, thin volumes) reads the shard past
+// the cache too: the bytes already written move to memory, the partial file
+// is dropped, and the shard is served, counted and warned about once.
+TEST(ShardCacheTest, AWriteRefusedAfterTheReservationReadsTheShardPastTheCache) {
+  TempDir tmp;
+  auto cache = ShardCache::Open(tmp.path().string(), 1 << 20);
+  ASSERT_TRUE(cache);
+  for (int err : {ENOSPC, EDQUOT}) {
+    ShardCache::FailDiskWritesForTest(err, 3000);  // part-way through the shard
+    const std::string key = "s3://b/cow-" + std::to_string(err) + ".tar";
+    const auto bytes = ShardBytes(key, 5000);
+    std::atomic<int> calls{0};
+    auto held = AcquireBytes(**cache, key, bytes, &calls);
+    ShardCache::FailDiskWritesForTest(0);
+    ASSERT_TRUE(held) << held.error().message;
+    EXPECT_FALSE(held->kept());
+    EXPECT_EQ(held->path(), "");
+    EXPECT_EQ(ReadAll(*held), bytes);
+    EXPECT_EQ(calls.load(), 1);  // one download, not restarted
+  }
+  // A pass-through file on the disk (the shard is larger than max_bytes)
+  // refused the same way moves to memory as well.
+  TempDir other;
+  auto small = ShardCache::Open(other.path().string(), 1000);
+  ASSERT_TRUE(small);
+  ShardCache::FailDiskWritesForTest(ENOSPC, 0);
+  const auto big = ShardBytes("s3://b/big.tar", 4000);
+  auto held = AcquireBytes(**small, "s3://b/big.tar", big, nullptr);
+  ShardCache::FailDiskWritesForTest(0);
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_FALSE(held->kept());
+  EXPECT_EQ(ReadAll(*held), big);
+  EXPECT_EQ((*small)->stats().passthrough, 1u);
+  EXPECT_EQ((*small)->stats().no_space, 0u);  // passed through for its size, not the disk
+  EXPECT_TRUE(OddFiles(other.path()).empty());
+
+  const ShardCacheStats s = (*cache)->stats();
+  EXPECT_EQ(s.no_space, 2u);
+  EXPECT_EQ(s.passthrough, 2u);
+  EXPECT_EQ(s.bytes_written, 10000u);
+  EXPECT_TRUE(OddFiles(tmp.path()).empty());  // no partial file left behind
+  EXPECT_EQ(*(*cache)->UsedBytes(), 0u);
+  // The cache is used again once the disk takes writes.
+  const auto later = ShardBytes("s3://b/later.tar", 5000);
+  auto kept = AcquireBytes(**cache, "s3://b/later.tar", later, nullptr);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_TRUE(kept->kept());
+}
+
 // The real limit, not the hook: a process over RLIMIT_FSIZE gets EFBIG from
 // the reservation before a byte is downloaded, and the shard is not failed.
 TEST(ShardCacheTest, AFileSizeLimitBelowTheShardIsRefusedBeforeTheDownload) {
