@@ -8,7 +8,7 @@
 #   bench/fuzz/run.sh --build-only [BUILD_DIR]  configure and build every harness
 #
 # NAME is a harness, bench/fuzz/NAME_fuzz.cc: spec_parser plan_json jpeg_decode
-# png_decode file_list tar_index remote_text.
+# png_decode file_list tar_index remote_text jpeg_splice restart_markers.
 # BUILD_DIR (default: build-fuzz in the checkout) is a separate clang build with
 # -DSLUICE_FUZZ=ON, configured and built here when needed (only the libraries
 # the harnesses link; no Halide). The checked-in corpus bench/fuzz/corpus/NAME

@@ -332,6 +332,11 @@ Result<DecodedRegion> DecodeWhole(std::span<const uint8_t> data, const DecodeReq
 
 }  // namespace
 
+Result<DecodedRegion> DecodeJpegUnspliced(std::span<const uint8_t> data,
+                                          const DecodeRequest& request, ImageBuffer& out) {
+  return DecodeWhole(data, request, out);
+}
+
 Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequest& request,
                                  ImageBuffer& out) {
   if (!request.crop) return DecodeWhole(data, request, out);

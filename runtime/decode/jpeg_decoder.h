@@ -52,6 +52,12 @@ Result<JpegInfo> ReadJpegHeader(std::span<const uint8_t> data);
 Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequest& request,
                                  ImageBuffer& out);
 
+// DecodeJpeg on the bytes as they are, without cutting a file with restart
+// intervals down to the tiles the crop needs (jpeg_restart_splice.h):
+// DecodeJpeg's reference, for its tests and fuzz harnesses.
+Result<DecodedRegion> DecodeJpegUnspliced(std::span<const uint8_t> data,
+                                          const DecodeRequest& request, ImageBuffer& out);
+
 // True if the bytes start with a JPEG SOI marker followed by another marker.
 bool LooksLikeJpeg(std::span<const uint8_t> data);
 
