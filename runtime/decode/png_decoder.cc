@@ -2,6 +2,7 @@
 
 #include <spng.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -41,6 +42,52 @@ Result<Ctx> Open(std::span<const uint8_t> data, int64_t max_pixels, spng_ihdr& i
   if (err != 0) return Corrupt("header", err);
   SLUICE_RETURN_IF_ERROR(CheckPixelLimit("PNG", ihdr.width, ihdr.height, max_pixels));
   return ctx;
+}
+
+// Deflate's largest expansion: a 258-byte match can cost 2 bits (1-bit
+// length and distance codes), so a zlib stream of n bytes inflates to at most
+// 1032 n bytes.
+constexpr uint64_t kMaxInflateRatio = 1032;
+
+// The IDAT payload bytes present in `data` (chunks walked from the signature
+// to IEND or the end of the data; a chunk cut short counts what is there).
+uint64_t IdatBytes(std::span<const uint8_t> data) {
+  auto be32 = [&](size_t at) {
+    return (uint32_t{data[at]} << 24) | (uint32_t{data[at + 1]} << 16) |
+           (uint32_t{data[at + 2]} << 8) | uint32_t{data[at + 3]};
+  };
+  uint64_t total = 0;
+  for (size_t at = 8; at + 8 <= data.size();) {
+    const uint64_t len = be32(at);
+    const uint8_t* type = data.data() + at + 4;
+    if (std::memcmp(type, "IEND", 4) == 0) break;
+    if (std::memcmp(type, "IDAT", 4) == 0) total += std::min<uint64_t>(len, data.size() - at - 8);
+    if (len > data.size() - at - 8) break;
+    at += 12 + static_cast<size_t>(len);
+  }
+  return total;
+}
+
+// A decompression bomb that the pixel limit lets through: a header claiming
+// more pixels than its image data could hold even at deflate's largest
+// expansion (a truncated file, or a small file with a large header) is
+// kCorruptData before the pixel buffer is allocated. The bound is exact
+// arithmetic, not a heuristic: no valid PNG fails it.
+Status CheckIdatCanHoldImage(std::span<const uint8_t> data, const spng_ihdr& ihdr) {
+  static constexpr int kSamples[7] = {1, 0, 3, 1, 2, 0, 4};  // per colour type
+  const uint64_t bits_per_pixel =
+      uint64_t{ihdr.bit_depth} * (ihdr.color_type < 7 ? kSamples[ihdr.color_type] : 1);
+  // The filtered scanlines hold at least the pixels' bits, interlaced or not.
+  const uint64_t least = uint64_t{ihdr.width} * ihdr.height * bits_per_pixel / 8;
+  const uint64_t idat = IdatBytes(data);
+  if (least <= idat * kMaxInflateRatio) return Ok();
+  return MakeError(ErrorCode::kCorruptData,
+                   "PNG data: " + std::to_string(idat) +
+                       " bytes of image data (IDAT) cannot hold a " + std::to_string(ihdr.width) +
+                       "x" + std::to_string(ihdr.height) + " image (at least " +
+                       std::to_string(least) +
+                       " bytes inflated; deflate expands at most 1032x): a truncated file or a "
+                       "decompression bomb");
 }
 
 inline uint8_t Luma(const uint8_t* rgb) {
@@ -102,6 +149,7 @@ Result<DecodedRegion> DecodePng(std::span<const uint8_t> data, const PngOptions&
     channels = keep ? 2 : 1;
   }
   const int flags = keep ? SPNG_DECODE_TRNS : 0;
+  SLUICE_RETURN_IF_ERROR(CheckIdatCanHoldImage(data, ihdr));
   size_t len = 0;
   int err = spng_decoded_image_size(ctx->get(), fmt, &len);
   if (err != 0) return Corrupt("decode", err);

@@ -16,8 +16,10 @@
 //
 // Errors never abort or print: damaged input (bad signature, bad CRC of any
 // chunk up to IEND, truncated anywhere before IEND's end, bad zlib stream) is
-// kCorruptData with libspng's reason; an image over the limits is kCorruptData
-// before any pixel buffer is allocated. (PIL is more lenient after the image
+// kCorruptData with libspng's reason; an image over the limits, or one whose
+// IDAT data is too small to hold it even at deflate's largest expansion
+// (1032x: a truncated file or a decompression bomb), is kCorruptData before
+// any pixel buffer is allocated. (PIL is more lenient after the image
 // data: it accepts a missing IEND; we do not.)
 #pragma once
 

@@ -3,8 +3,10 @@
 #include "runtime/decode/png_decoder.h"
 
 #include <gtest/gtest.h>
+#include <spng.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -181,6 +183,70 @@ TEST(PngDecoderTest, CorruptFilesAreCorruptData) {
   auto header = ReadPngHeader(WithSize(good, 20000, 20000));
   ASSERT_FALSE(header);
   EXPECT_EQ(header.error().code, ErrorCode::kCorruptData);
+}
+
+// A header within max_pixels whose image data is far too small to hold it
+// (here 9999x9999 claimed by a 13x9 file): kCorruptData from the IDAT size,
+// before the ~300 MB pixel buffer is allocated (the buffer stays empty).
+// Before this check the buffer was allocated in full and libspng then found
+// the stream short.
+TEST(PngDecoderTest, HeaderLargerThanItsDataIsRefusedBeforeAllocation) {
+  for (const char* name : {"rgb8", "interlaced_rgba16", "gray1"}) {
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> bomb =
+        WithSize(ReadFixture(std::string("png/") + name + ".png"), 9999, 9999);
+    ImageBuffer out;
+    auto region = DecodePng(bomb, {OutputColor::kRGB, false}, std::nullopt, out);
+    ASSERT_FALSE(region);
+    EXPECT_EQ(region.error().code, ErrorCode::kCorruptData);
+    EXPECT_NE(region.error().message.find("cannot hold a 9999x9999 image"), std::string::npos)
+        << region.error().message;
+    EXPECT_EQ(out.capacity(), 0u);
+  }
+}
+
+// libspng's encoder at level 9: a w x h image of one colour.
+std::vector<uint8_t> EncodeFlat(uint32_t w, uint32_t h, uint8_t color_type, uint8_t depth) {
+  const int samples = color_type == SPNG_COLOR_TYPE_TRUECOLOR ? 3 : 1;
+  const size_t row = (size_t{w} * samples * depth + 7) / 8;
+  std::vector<uint8_t> pixels(row * h, 0);
+  spng_ctx* enc = spng_ctx_new(SPNG_CTX_ENCODER);
+  spng_ihdr ihdr{w, h, depth, color_type, 0, 0, 0};
+  int err = spng_set_option(enc, SPNG_ENCODE_TO_BUFFER, 1);
+  if (err == 0) err = spng_set_ihdr(enc, &ihdr);
+  if (err == 0) err = spng_set_option(enc, SPNG_IMG_COMPRESSION_LEVEL, 9);
+  if (err == 0) {
+    err = spng_encode_image(enc, pixels.data(), pixels.size(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
+  }
+  size_t len = 0;
+  void* buf = err == 0 ? spng_get_png_buffer(enc, &len, &err) : nullptr;
+  spng_ctx_free(enc);
+  EXPECT_EQ(err, 0) << spng_strerror(err);
+  std::vector<uint8_t> png(static_cast<uint8_t*>(buf), static_cast<uint8_t*>(buf) + len);
+  std::free(buf);
+  return png;
+}
+
+// The IDAT bound is deflate's own limit, so the most compressible valid PNGs
+// (one colour, near zlib's best ratio) still decode.
+TEST(PngDecoderTest, MaximallyCompressedValidImagesDecode) {
+  struct Case {
+    uint32_t w, h;
+    uint8_t color_type, depth;
+  };
+  for (const Case& c : {Case{3000, 2000, SPNG_COLOR_TYPE_TRUECOLOR, 8},
+                        Case{4000, 4000, SPNG_COLOR_TYPE_GRAYSCALE, 1}}) {
+    SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h));
+    const std::vector<uint8_t> png = EncodeFlat(c.w, c.h, c.color_type, c.depth);
+    ASSERT_FALSE(png.empty());
+    const size_t raw = size_t{c.w} * c.h * (c.color_type == SPNG_COLOR_TYPE_TRUECOLOR ? 24 : 1) / 8;
+    EXPECT_GT(raw / png.size(), 900u) << png.size();  // 989 and 1022: near 1032
+    ImageBuffer out;
+    auto region = DecodePng(png, {OutputColor::kRGB, false}, std::nullopt, out);
+    ASSERT_TRUE(region) << region.error().ToString();
+    EXPECT_EQ(out.width(), static_cast<int>(c.w));
+    EXPECT_EQ(out.height(), static_cast<int>(c.h));
+  }
 }
 
 TEST(PngDecoderTest, EveryTruncationAndByteFlipFailsCleanly) {
