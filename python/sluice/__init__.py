@@ -115,7 +115,11 @@ def _non_negative(name: str, value: Any) -> int:
 
 
 def _is_spec_text(spec: str) -> bool:
-    return "\n" in spec or spec.lstrip().startswith("sluice:")
+    """The rule for compile(spec): YAML text when it has a newline or starts
+    (after blanks) with `{` (a one-line flow-style spec) or `sluice:`; else a
+    file path."""
+    head = spec.lstrip()
+    return "\n" in spec or head.startswith("{") or head.startswith("sluice:")
 
 
 def compile(  # noqa: A001  (the API name the design asks for)
@@ -130,7 +134,10 @@ def compile(  # noqa: A001  (the API name the design asks for)
 ) -> "Plan":
     """Compiles a spec into a plan directory and returns the Plan.
 
-    spec: a spec file's path, or the YAML text itself.
+    spec: a spec file's path, or the YAML text itself: a string that has a
+        newline or starts with `{` (one-line flow style, `{sluice: 1, ...}`)
+        or `sluice:` is text, anything else a path (NotFoundError, with a
+        hint, when no such file exists).
     out: the plan directory to write (created; files in an existing one are
         replaced). None: a temporary directory removed when the Plan (and every
         loader made from it) is garbage collected.

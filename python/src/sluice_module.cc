@@ -36,11 +36,10 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <fstream>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,12 +74,14 @@ Status CompileSpec(const std::string& spec, bool is_text, const std::string& out
     options.spec_text = spec;
     options.spec_name = "<string>";
   } else {
-    std::ifstream in(spec, std::ios::binary);
-    if (!in) return MakeError(ErrorCode::kNotFound, "cannot read spec `" + spec + "`");
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    options.spec_text = buf.str();
-    options.spec_name = spec;
+    std::error_code ec;
+    if (!std::filesystem::exists(spec, ec)) {
+      return MakeError(ErrorCode::kNotFound, "no spec file `" + spec + "`",
+                       "a spec string is read as YAML text when it has a newline or starts "
+                       "with `{` or `sluice:`, else as a file path; check the path, or pass "
+                       "the spec's text");
+    }
+    options.spec_path = spec;  // read by Compile, bounded (compiler/spec/spec_limits.h)
   }
   if (profile) options.profile_path = *profile;
   if (cpu_budget) options.cpu_budget = *cpu_budget;

@@ -228,6 +228,31 @@ def test_spec_error_from_text():
         sluice.compile(BAD_SPEC)
 
 
+FLOW_SPEC = ("{sluice: 1, name: flow, source: {format: image_folder, path: \"${DATA}\"}, "
+             "graph: [{decode_jpeg: {in: jpg, out: image}}, {center_crop: {size: [8, 8]}}], "
+             "batch: {size: 2, fields: {image: image, label: cls}}}")
+
+
+def test_one_line_flow_style_spec_is_text(dataset):
+    from conftest import FAST_TARGETS
+
+    plan = sluice.compile(FLOW_SPEC, cpu_targets=FAST_TARGETS, cuda=False,
+                          vars={"DATA": dataset})
+    assert plan.name == "flow"
+    assert next(iter(plan.loader(threads=1)))["image"].shape == (2, 8, 8, 3)
+    # Leading blanks do not change the rule.
+    with pytest.raises(sluice.SpecError, match=r"<string>:1:"):
+        sluice.compile("  {sluice: 1, name: flow}")
+
+
+def test_missing_spec_path_says_how_text_is_told_apart(tmp_path):
+    with pytest.raises(sluice.NotFoundError) as info:
+        sluice.compile(str(tmp_path / "no_such.yaml"))
+    e = info.value
+    assert "no_such.yaml" in e.message
+    assert "newline" in e.hint and "`{`" in e.hint and "`sluice:`" in e.hint
+
+
 def test_unbound_variable(eval_plan_dir):
     with pytest.raises(sluice.InvalidArgumentError) as info:
         sluice.load(eval_plan_dir)  # ${DATA} not bound
