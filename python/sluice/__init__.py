@@ -420,7 +420,9 @@ class Loader:
         counters for in-flight samples and queued batches. Each track keeps
         at most `max_events_per_thread` events (0: 65536); later ones are
         dropped. IoError when `path` cannot be opened; InvalidArgumentError
-        when a trace is already running. See docs/observability.md."""
+        when a trace is already running. May be called while another
+        thread is in next(): the GIL is released while it waits for that
+        call. See docs/observability.md."""
         self._core.start_trace(str(path), int(max_events_per_thread))
 
     def stop_trace(self) -> int:

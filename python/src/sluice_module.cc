@@ -286,14 +286,22 @@ class PyLoader {
   size_t dataset_size() const { return loader_.dataset_size(); }
 
   // Loader::StartTrace / StopTrace (docs/observability.md).
+  // Both wait on `mutex_` (another thread may be in next() or drain_native)
+  // and do file I/O, so without the GIL: a thread blocked here must not stop
+  // the process's other Python threads.
   void StartTrace(const std::string& path, size_t max_events_per_thread) {
-    std::lock_guard lock(mutex_);
-    Check(loader_.StartTrace(path, max_events_per_thread));
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
+      st = loader_.StartTrace(path, max_events_per_thread);
+    }
+    Check(st);
   }
   uint64_t StopTrace() {
     Result<uint64_t> dropped;
     {
-      py::gil_scoped_release release;  // writing the file can take a while
+      py::gil_scoped_release release;
       std::lock_guard lock(mutex_);
       dropped = loader_.StopTrace();
     }
