@@ -43,6 +43,20 @@ struct DLManagedTensor {
   void* manager_ctx;
   void (*deleter)(DLManagedTensor*);
 };
+// DLPack 1.0 (the "dltensor_versioned" capsule), exported to consumers that
+// ask for it with max_version >= (1, 0), as numpy >= 2.1 does; its flags can
+// say read-only (bit 0) or a copy (bit 1), neither of which a sluice export is.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned*);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
 
 std::optional<DLDataType> DLType(DType t) {
   switch (t) {
@@ -134,8 +148,21 @@ class Tensor {
     Check(st);
   }
 
-  py::capsule DLPack(py::object stream) const {
+  // __dlpack__(stream, max_version, dl_device, copy), the array API's form.
+  // max_version >= (1, 0): a DLPack 1.0 capsule ("dltensor_versioned") with no
+  // read-only flag; else the pre-1.0 one ("dltensor"). dl_device other than
+  // the tensor's own, or copy=True, raise BufferError (the export never
+  // copies). The memory is writable by contract (docs/python.md).
+  py::capsule DLPack(py::object stream, py::object max_version, py::object dl_device,
+                     py::object copy) const {
     const TensorView& v = view();
+    if (!dl_device.is_none() && !dl_device.equal(DLPackDevice())) {
+      throw py::buffer_error("__dlpack__(dl_device=...): this tensor is on " + Device() +
+                             " and is exported there only");
+    }
+    if (!copy.is_none() && copy.cast<bool>()) {
+      throw py::buffer_error("__dlpack__(copy=True): sluice exports batch memory without a copy");
+    }
     if (on_device()) {
       SyncForConsumer(stream);
     } else if (!stream.is_none() &&
@@ -149,8 +176,12 @@ class Tensor {
                                                     std::string(DTypeName(v.dtype)) +
                                                     ", which DLPack cannot describe"});
     }
+    const bool versioned = !max_version.is_none() && max_version[py::int_(0)].cast<int64_t>() >= 1;
+    // Owns the shape and strides arrays and a reference to the batch; freed
+    // by the DLPack deleter (the consumer's, or the capsule's if unconsumed).
     struct Ctx {
       DLManagedTensor managed;
+      DLManagedTensorVersioned managed_versioned;
       std::shared_ptr<const Batch> batch;
       std::vector<int64_t> shape, strides;
     };
@@ -158,7 +189,7 @@ class Tensor {
     ctx->batch = batch_;
     ctx->shape = v.shape;
     ctx->strides = v.strides;
-    DLTensor& t = ctx->managed.dl_tensor;
+    DLTensor& t = versioned ? ctx->managed_versioned.dl_tensor : ctx->managed.dl_tensor;
     t.data = v.data;
     t.device = on_device() ? DLDevice{2, v.device_id} : DLDevice{1, 0};
     t.ndim = static_cast<int32_t>(v.shape.size());
@@ -166,18 +197,37 @@ class Tensor {
     t.shape = ctx->shape.data();
     t.strides = ctx->strides.data();
     t.byte_offset = 0;
-    ctx->managed.manager_ctx = ctx;
-    ctx->managed.deleter = [](DLManagedTensor* m) { delete static_cast<Ctx*>(m->manager_ctx); };
-    // The consumer renames the capsule to "used_dltensor" and calls the deleter
-    // itself; an unconsumed capsule deletes here.
-    PyObject* cap = PyCapsule_New(&ctx->managed, "dltensor", [](PyObject* self) {
-      if (PyCapsule_IsValid(self, "dltensor")) {
-        auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(self, "dltensor"));
-        if (m && m->deleter) m->deleter(m);
-      } else {
-        PyErr_Clear();
-      }
-    });
+    // The consumer renames the capsule to "used_dltensor[_versioned]" and
+    // calls the deleter itself; an unconsumed capsule deletes here.
+    PyObject* cap = nullptr;
+    if (versioned) {
+      DLManagedTensorVersioned& m = ctx->managed_versioned;
+      m.version = DLPackVersion{1, 0};
+      m.flags = 0;  // not DLPACK_FLAG_BITMASK_READ_ONLY: writable; not IS_COPIED
+      m.manager_ctx = ctx;
+      m.deleter = [](DLManagedTensorVersioned* m) { delete static_cast<Ctx*>(m->manager_ctx); };
+      cap = PyCapsule_New(&m, "dltensor_versioned", [](PyObject* self) {
+        if (PyCapsule_IsValid(self, "dltensor_versioned")) {
+          auto* m = static_cast<DLManagedTensorVersioned*>(
+              PyCapsule_GetPointer(self, "dltensor_versioned"));
+          if (m && m->deleter) m->deleter(m);
+        } else {
+          PyErr_Clear();
+        }
+      });
+    } else {
+      DLManagedTensor& m = ctx->managed;
+      m.manager_ctx = ctx;
+      m.deleter = [](DLManagedTensor* m) { delete static_cast<Ctx*>(m->manager_ctx); };
+      cap = PyCapsule_New(&m, "dltensor", [](PyObject* self) {
+        if (PyCapsule_IsValid(self, "dltensor")) {
+          auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(self, "dltensor"));
+          if (m && m->deleter) m->deleter(m);
+        } else {
+          PyErr_Clear();
+        }
+      });
+    }
     if (cap == nullptr) {
       delete ctx;
       throw py::error_already_set();
@@ -229,7 +279,9 @@ void BindTensor(py::module_& m) {
                      "numpy.from_dlpack; host fields only) and torch (torch.from_dlpack; a "
                      "CUDA tensor for device fields). Keeps the batch buffer alive until "
                      "every view of it is gone.")
-      .def("__dlpack__", &Tensor::DLPack, py::arg("stream") = py::none())
+      .def("__dlpack__", &Tensor::DLPack, py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
+           py::arg("copy") = py::none())
       .def("__dlpack_device__", &Tensor::DLPackDevice)
       .def_property_readonly("device", &Tensor::Device)
       .def_property_readonly("__array_interface__", &Tensor::ArrayInterface)

@@ -29,10 +29,73 @@ def test_numpy_from_dlpack_zero_copy(eval_plan):
     d = np.from_dlpack(img)
     assert d.__array_interface__["data"][0] == img.data_ptr
     np.testing.assert_array_equal(d, np.asarray(img))
-    # Writes through one view are seen by the other: the same memory
-    # (numpy marks DLPack imports read-only; the array-interface view is not).
+    # Writes through one view are seen by the other: the same memory.
     np.asarray(img)[0, 0, 0, 0] = 12345.0
     assert d[0, 0, 0, 0] == 12345.0
+
+
+def _numpy_reads_dlpack_1():
+    major, minor = (int(x) for x in np.__version__.split(".")[:2])
+    return (major, minor) >= (2, 1)
+
+
+def test_views_are_writable(eval_plan):
+    # The contract (docs/python.md, Lifetime): a batch's memory is the
+    # caller's until its last view is gone, and writable through any view.
+    loader, b = first_batch(eval_plan)
+    a = np.asarray(b["image"])
+    assert a.flags.writeable
+    a[0, 0, 0, 0] = 7.0
+    assert np.asarray(b["image"])[0, 0, 0, 0] == 7.0
+    d = np.from_dlpack(b["label"])
+    # numpy < 2.1 marks every pre-1.0 DLPack import read-only; numpy >= 2.1
+    # asks for DLPack 1.0, whose flags say writable.
+    assert d.flags.writeable == _numpy_reads_dlpack_1()
+    torch = pytest.importorskip("torch")
+    t = torch.from_dlpack(b["image"])
+    t[0, 0, 0, 1] = 9.0
+    assert a[0, 0, 0, 1] == 9.0
+
+
+def _versioned_capsule(capsule):
+    """(version, flags, data pointer) of a DLPack 1.0 capsule, read with ctypes."""
+    import ctypes
+
+    class Version(ctypes.Structure):
+        _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+    class Managed(ctypes.Structure):
+        _fields_ = [("version", Version), ("manager_ctx", ctypes.c_void_p),
+                    ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
+                    ("data", ctypes.c_void_p)]  # dl_tensor.data, its first member
+
+    api = ctypes.pythonapi
+    api.PyCapsule_IsValid.restype = ctypes.c_int
+    api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    if not api.PyCapsule_IsValid(capsule, b"dltensor_versioned"):
+        return None
+    m = Managed.from_address(api.PyCapsule_GetPointer(capsule, b"dltensor_versioned"))
+    return (m.version.major, m.version.minor), m.flags, m.data
+
+
+def test_dlpack_1_capsule_is_writable(eval_plan):
+    loader, b = first_batch(eval_plan)
+    img = b["image"]
+    version, flags, data = _versioned_capsule(img.__dlpack__(max_version=(1, 0)))
+    assert version == (1, 0)
+    assert flags == 0  # neither read-only nor a copy
+    assert data == img.data_ptr
+    # Older consumers (no max_version, or one below 1.0) get the pre-1.0 capsule.
+    assert _versioned_capsule(img.__dlpack__()) is None
+    assert _versioned_capsule(img.__dlpack__(max_version=(0, 8))) is None
+    assert _versioned_capsule(img.__dlpack__(stream=None, max_version=(1, 1), dl_device=(1, 0),
+                                             copy=False)) is not None
+    with pytest.raises(BufferError):
+        img.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError):
+        img.__dlpack__(copy=True)
 
 
 def test_float16_to_numpy(train_plan):

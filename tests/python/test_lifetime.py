@@ -35,6 +35,24 @@ def test_held_views_are_not_overwritten(eval_plan):
         np.testing.assert_array_equal(got, want)
 
 
+def test_every_kind_of_view_kept_past_later_batches_keeps_its_data(eval_plan):
+    # np.from_dlpack and torch views hold their batch's buffer like np.asarray
+    # does: the loader fills other buffers while they live.
+    ref = [np.array(b["image"]) for b in eval_plan.loader(threads=2)]
+    loader = eval_plan.loader(threads=2, prefetch=3)  # a pool of 4 buffers
+    it = iter(loader)
+    views = [np.from_dlpack(next(it)["image"])]
+    try:
+        import torch
+        views.append(torch.from_dlpack(next(it)["image"]).numpy())
+    except ImportError:
+        pass
+    rest = sum(1 for _ in it)
+    assert rest == len(ref) - len(views)
+    for i, v in enumerate(views):
+        np.testing.assert_array_equal(v, ref[i])
+
+
 def test_view_outlives_loader(eval_plan):
     loader = eval_plan.loader(threads=2)
     b = next(iter(loader))
