@@ -9,12 +9,14 @@
 // warnings (e.g. no CUDA device: the CPU path), images/s, batch latency
 // p50/p99/max, time the consumer waited, peak RSS (getrusage) and bad-sample
 // counts: distinct bad samples (each file or member once per epoch) and bad
-// reads (every failed read/decode). --bad-samples FILE writes each epoch's
+// reads (every failed read/decode), then each distinct bad sample of the run
+// once (the first 10, with the reason it was first found bad; names and
+// reasons escaped for the terminal: report::TerminalSafe). --bad-samples FILE writes each epoch's
 // distinct bad samples as JSON lines
 //   {"epoch": E, "sample": INDEX, "name": PATH, "reason": TEXT}
 // (a PATH that is not UTF-8 has U+FFFD for its bad bytes, and its exact
-// bytes in "name_bytes_b64": base64) sorted by epoch, then dataset index: an epoch's lines when Next() reports
-// its end, and the last epoch's (complete or not) when the run stops, error
+// bytes in "name_bytes_b64": base64) sorted by epoch, then dataset index: an epoch's lines when
+// Next() reports its end, and the last epoch's (complete or not) when the run stops, error
 // included. --device sets LoaderOptions::device (a forced cuda that is not
 // usable is an error, exit 1).
 // --trace FILE records the whole run as Chrome trace-event JSON
@@ -43,6 +45,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -122,15 +125,10 @@ std::string Ms(double seconds) {
   return buf;
 }
 
-// Appends `epoch`'s distinct bad samples to `out` as JSON lines; false (with
-// a message on stderr) when the loader no longer has them or writing fails.
-bool WriteBadSamples(const Loader& loader, uint64_t epoch, std::ofstream& out, uint64_t& lines) {
-  auto bad = loader.BadSamples(epoch);
-  if (!bad) {
-    std::cerr << bad.error().ToString() << "\n";
-    return false;
-  }
-  for (const BadSample& b : *bad) {
+// Appends an epoch's distinct bad samples to `out` as JSON lines; false (with
+// a message on stderr) when writing fails.
+bool WriteBadSamples(const std::vector<BadSample>& bad, std::ofstream& out, uint64_t& lines) {
+  for (const BadSample& b : bad) {
     nlohmann::ordered_json line = {
         {"epoch", b.epoch}, {"sample", b.index}, {"name", b.path}, {"reason", b.reason}};
     // Names and reasons may hold bytes that are not UTF-8: the JSON has
@@ -169,18 +167,29 @@ std::vector<std::pair<std::string, std::string>> PlanSummary(const Plan& plan,
                     (s.online_tuning ? ", tuned online" : "")}};
 }
 
-// Appends `epoch`'s bad samples to the report's list (at most `limit` kept).
-void CollectBad(const Loader& loader, uint64_t epoch, report::ReportData& data, size_t limit) {
-  auto bad = loader.BadSamples(epoch);
-  if (!bad) return;
-  for (BadSample& b : *bad) {
+// Appends an epoch's bad samples to the report's list (at most `limit` kept).
+void CollectBad(const std::vector<BadSample>& bad, report::ReportData& data, size_t limit) {
+  for (const BadSample& b : bad) {
     if (data.bad.size() < limit) {
-      data.bad.push_back(std::move(b));
+      data.bad.push_back(b);
     } else {
       ++data.bad_not_listed;
     }
   }
 }
+
+// The summary's list of bad samples: each distinct sample of the run once
+// (the reason it was first found bad), the first kShown of them listed.
+struct SummaryBad {
+  static constexpr size_t kShown = 10;
+  std::vector<BadSample> shown;
+  std::unordered_set<uint64_t> seen;  // dataset indexes
+  void Add(const std::vector<BadSample>& bad) {
+    for (const BadSample& b : bad) {
+      if (seen.insert(b.index).second && shown.size() < kShown) shown.push_back(b);
+    }
+  }
+};
 
 // What `sluice run` was asked to do.
 struct RunArgs {
@@ -288,6 +297,7 @@ struct RunOutcome {
   int rc = 0;                // 0, or 1 after an error (printed)
   bool interrupted = false;  // stopped by SIGINT/SIGTERM
   uint64_t total = 0;        // batches asked for
+  SummaryBad bad;            // the distinct bad samples met, for the summary
 };
 
 // Takes `total` batches as a trainer would (touching nothing but the handles),
@@ -305,6 +315,19 @@ RunOutcome TakeBatches(Loader& loader, uint64_t total, std::ofstream& bad_out,
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   if (recorder) recorder->Observe(loader, true);
+  // Epoch r.epoch's bad samples to the list file, the summary and (at an
+  // epoch's end; the last epoch's are collected after the run) the report.
+  auto take_bad = [&](bool epoch_end) {
+    auto bad = loader.BadSamples(r.epoch);
+    if (!bad) {  // an error only for the list file (the summary goes without)
+      if (!bad_out.is_open()) return true;
+      std::cerr << report::TerminalSafe(bad.error().ToString(), true) << "\n";
+      return false;
+    }
+    r.bad.Add(*bad);
+    if (recorder && epoch_end) CollectBad(*bad, report_data, report_bad_limit);
+    return !bad_out.is_open() || WriteBadSamples(*bad, bad_out, r.bad_lines);
+  };
   while (r.done < total) {
     if (Interrupted()) {
       r.interrupted = true;
@@ -316,16 +339,16 @@ RunOutcome TakeBatches(Loader& loader, uint64_t total, std::ofstream& bad_out,
     if (next && !*next && timed_out) continue;
     if (!next) {
       bar.Clear();
-      std::cerr << next.error().ToString() << "\n";
+      // Names the bad file: its control bytes escaped (report::TerminalSafe).
+      std::cerr << report::TerminalSafe(next.error().ToString(), true) << "\n";
       r.rc = 1;
       break;
     }
     if (!*next) {  // end of epoch: the next call starts the next one
-      if (bad_out.is_open() && !WriteBadSamples(loader, r.epoch, bad_out, r.bad_lines)) {
+      if (!take_bad(true)) {
         r.rc = 1;
         break;
       }
-      if (recorder) CollectBad(loader, r.epoch, report_data, report_bad_limit);
       ++r.epoch;
       continue;
     }
@@ -340,7 +363,7 @@ RunOutcome TakeBatches(Loader& loader, uint64_t total, std::ofstream& bad_out,
     bar.Update(r.done);
   }
   bar.Finish();
-  if (bad_out.is_open() && !WriteBadSamples(loader, r.epoch, bad_out, r.bad_lines)) r.rc = 1;
+  if (!take_bad(false)) r.rc = 1;
   r.elapsed = seconds();
   if (recorder) recorder->Observe(loader, true);
   return r;
@@ -396,8 +419,16 @@ void PrintSummary(const Plan& plan, const RunArgs& a, const Loader& loader, cons
     std::printf("bad-sample list: %s (%llu lines)\n", a.bad_samples_path.c_str(),
                 static_cast<ull>(r.bad_lines));
   }
-  for (const BadSample& bad : s.last_bad) {
-    std::printf("  %s: %s\n", bad.path.c_str(), bad.reason.c_str());
+  // Each distinct bad sample once, escaped: a name may hold terminal escape
+  // sequences or bytes that are not UTF-8.
+  for (const BadSample& bad : r.bad.shown) {
+    std::printf("  %s: %s\n", report::TerminalSafe(bad.path).c_str(),
+                report::TerminalSafe(bad.reason).c_str());
+  }
+  if (r.bad.seen.size() > r.bad.shown.size()) {
+    std::printf("  ... and %zu more (%s)\n", r.bad.seen.size() - r.bad.shown.size(),
+                a.bad_samples_path.empty() ? "list them all with --bad-samples FILE"
+                                           : "all in the bad-sample list");
   }
   if (trace_dropped) {
     std::printf("trace:           %s (%llu events dropped: a track's buffer was full)\n",
@@ -504,7 +535,7 @@ int Run(const Args& args) {
   const double peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
   PrintSummary(*plan, a, *loader, s, r, peak_rss_mb, trace_dropped);
   if (recorder) {
-    CollectBad(*loader, r.epoch, report_data, kReportBadLimit);
+    if (auto bad = loader->BadSamples(r.epoch)) CollectBad(*bad, report_data, kReportBadLimit);
     if (!WriteRunReport(*plan, a, *loader, s, r, peak_rss_mb, *recorder, report_data)) r.rc = 1;
   }
   if (r.rc == 0 && r.interrupted) return 130;  // 128 + SIGINT, as shells report it

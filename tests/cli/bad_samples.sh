@@ -3,8 +3,10 @@
 # empty with a Latin-1 name, text). skip over 2 epochs: the summary reports 6
 # distinct bad samples (3 per epoch) and FILE (UTF-8) holds one JSON line per
 # (epoch, corrupted file) with its index, path and reason, and the exact bytes
-# of the name that is not UTF-8 in name_bytes_b64. fail: the run stops (exit 1) naming a corrupted
-# path, and FILE lists exactly the bad samples the summary counts.
+# of the name that is not UTF-8 in name_bytes_b64; stdout lists each bad file
+# once, its name escaped (one name holds terminal escape sequences). fail: the
+# run stops (exit 1) naming a corrupted path (escaped on stderr too), and FILE
+# lists exactly the bad samples the summary counts.
 # Usage: bad_samples.sh SLUICE MAKE_DATASET SPEC
 set -euo pipefail
 sluice=$1 make_dataset=$2 spec=$3
@@ -15,10 +17,12 @@ trap 'rm -rf "$tmp"' EXIT
 mapfile -t files < <(find "$tmp/data" -type f | sort)
 test "${#files[@]}" -eq 40 || { echo "expected 40 files, got ${#files[@]}"; exit 1; }
 # The empty file gets a Latin-1 name (not UTF-8): the list keeps its bytes.
+# The truncated one's name holds terminal escape sequences: printed escaped.
 latin1="$(dirname "${files[17]}")/$(printf 'caf\xe9.jpg')"
+escapes="$(dirname "${files[4]}")/$(printf 'evil\033[31mRED\033[0m.jpg')"
 rm "${files[17]}"
-bad=("${files[4]}" "$latin1" "${files[30]}")
-head -c 200 "${files[4]}" >"$tmp/t" && mv "$tmp/t" "${files[4]}"
+bad=("$escapes" "$latin1" "${files[30]}")
+head -c 200 "${files[4]}" >"$escapes" && rm "${files[4]}"
 : >"$latin1"
 echo "not a jpeg" >"${files[30]}"
 printf '%s\n' "${bad[@]}" | sort >"$tmp/bad.txt"
@@ -28,6 +32,17 @@ printf '%s\n' "${bad[@]}" | sort >"$tmp/bad.txt"
   --bad-samples "$tmp/skip.jsonl" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
 grep -q '^bad samples: *6 distinct (' "$tmp/out" || { cat "$tmp/out"; echo "want 6 distinct"; exit 1; }
 grep -q "^bad-sample list: $tmp/skip.jsonl (6 lines)" "$tmp/out" || { cat "$tmp/out"; exit 1; }
+# stdout: each bad file once (not each bad read), escape bytes and non-UTF-8
+# bytes as \xNN, so no escape sequence reaches the terminal.
+python3 - "$tmp/out" "$tmp/bad.txt" <<'EOF'
+import sys
+out = open(sys.argv[1], "rb").read()
+bad = open(sys.argv[2], "rb").read().split(b"\n")[:-1]
+assert b"\x1b" not in out, out
+listed = [l[2:].split(b": ")[0] for l in out.splitlines() if l.startswith(b"  /")]
+shown = sorted(b.replace(b"\x1b", b"\\x1b").replace(b"\xe9", b"\\xe9") for b in bad)
+assert sorted(listed) == shown, (listed, shown)
+EOF
 python3 - "$tmp/skip.jsonl" "$tmp/bad.txt" <<'EOF'
 import base64, json, sys
 raw = open(sys.argv[1], "rb").read()
@@ -55,7 +70,6 @@ if "$sluice" run "$tmp/fail.plan" --var DATA="$tmp/data" --threads 2 \
   --bad-samples "$tmp/fail.jsonl" >"$tmp/out" 2>"$tmp/err"; then
   echo "fail policy: the run should stop"; exit 1
 fi
-grep -qF -e "${bad[0]}" -e "${bad[1]}" -e "${bad[2]}" "$tmp/err" || { cat "$tmp/err"; exit 1; }
 n=$(wc -l <"$tmp/fail.jsonl")
 test "$n" -ge 1 || { echo "fail: empty bad-sample list"; exit 1; }
 grep -q "^bad samples: *$n distinct ($n bad reads" "$tmp/out" || { cat "$tmp/out"; exit 1; }
@@ -66,7 +80,10 @@ bad = open(sys.argv[2], "rb").read().split(b"\n")[:-1]
 err = open(sys.argv[3], "rb").read()
 def exact(l):
     return base64.b64decode(l["name_bytes_b64"]) if "name_bytes_b64" in l else l["name"].encode()
+def shown(b):  # as stderr shows a name: escaped
+    return b.replace(b"\x1b", b"\\x1b").replace(b"\xe9", b"\\xe9")
 assert all(exact(l) in bad and l["epoch"] == 0 for l in lines), lines
-assert any(exact(l) in err for l in lines), (lines, err)
+assert b"\x1b" not in err, err
+assert any(shown(exact(l)) in err for l in lines), (lines, err)
 EOF
 echo ok
