@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "common/atomic_file.h"
 #include "common/utf8.h"
 #include "ops/fusion/plan_format.h"
 
@@ -514,7 +515,6 @@ Status CheckMemoryLayout(const std::optional<PlanMemoryDoc>& memory, const json&
 Status PlanDocument::Write(const std::string& dir) const {
   namespace fs = std::filesystem;
   const std::string path = (fs::path(dir) / pf::kPlanFile).string();
-  const std::string tmp = path + ".tmp";
   const json doc = ToJson();
   std::string bad_text;
   if (const std::string at = FirstNonUtf8(doc, "", &bad_text); !at.empty()) {
@@ -532,16 +532,9 @@ Status PlanDocument::Write(const std::string& dir) const {
                      "use UTF-8 paths and names in the spec (rename the file or directory, or "
                      "pass the path through a ${VARIABLE} at run time)");
   }
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << doc.dump(2) << "\n";
-    out.close();
-    if (!out) return MakeError(ErrorCode::kIo, "cannot write `" + tmp + "`");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return MakeError(ErrorCode::kIo, "cannot replace `" + path + "`: " + ec.message());
-  return Ok();
+  // Whole or not at all, durably, and safe against a concurrent writer
+  // (`sluice compile` and `sluice tune` of the same plan).
+  return WriteFileAtomically(path, doc.dump(2) + "\n");
 }
 
 }  // namespace sluice

@@ -174,8 +174,10 @@ struct PlanDocument {
   static Result<PlanDocument> FromJson(const nlohmann::json& j, const std::string& where);
 
   // plan.json in `dir`: read (kNotFound when absent, kCorruptData when not
-  // JSON, then FromJson) and write (2-space JSON and a newline, through a
-  // temporary file renamed over it; kIo).
+  // JSON, then FromJson) and write (2-space JSON and a newline, through
+  // WriteFileAtomically: a unique temporary file, fsynced and renamed over
+  // it, so a crash or a concurrent writer never leaves a partial plan.json;
+  // kIo).
   static Result<PlanDocument> Read(const std::string& dir, const std::string& where);
   Status Write(const std::string& dir) const;
 };

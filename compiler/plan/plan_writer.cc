@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string_view>
 
+#include "common/atomic_file.h"
 #include "compiler/cost/cost_model.h"
 #include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
@@ -592,11 +592,8 @@ Result<std::string> WritePlan(const Graph& graph, const std::string& spec_text,
   namespace fs = std::filesystem;
   SLUICE_RETURN_IF_ERROR(BuildPlanDocument(graph, spec_text, kernels, profile).Write(out_dir));
   std::string report = PlanReport(graph, kernels, profile);
-  fs::path path = fs::path(out_dir) / pf::kReportFile;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << report;
-  out.close();
-  if (!out) return MakeError(ErrorCode::kIo, "cannot write `" + path.string() + "`");
+  const fs::path path = fs::path(out_dir) / pf::kReportFile;
+  SLUICE_RETURN_IF_ERROR(WriteFileAtomically(path.string(), report));
   return report;
 }
 

@@ -62,8 +62,9 @@ nlohmann::json PlanJson(const Graph& graph, const std::string& spec_text,
 std::string PlanReport(const Graph& graph, const KernelRecord& kernels,
                        const HardwareProfile* profile = nullptr);
 
-// Writes plan.json and report.txt into out_dir (which must exist); returns the
-// report. Errors: kIo.
+// Writes plan.json and report.txt into out_dir (which must exist), each
+// through WriteFileAtomically (common/atomic_file.h: a unique temporary file,
+// fsynced, renamed, the directory fsynced); returns the report. Errors: kIo.
 Result<std::string> WritePlan(const Graph& graph, const std::string& spec_text,
                               const KernelRecord& kernels, const std::string& out_dir,
                               const HardwareProfile* profile = nullptr);
