@@ -38,6 +38,10 @@ std::optional<Frame> ParseFrame(std::span<const uint8_t> d) {
       ++i;
       continue;
     }
+    // No length follows these (libjpeg reads RSTn and TEM as markers without
+    // one, FF 00 as stray data); read with one, the walk would leave libjpeg's
+    // and could take bytes libjpeg skips for the frame header it rewrites.
+    if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD9)) return std::nullopt;
     const size_t len = static_cast<size_t>(Be16(d, i + 2));
     if (len < 2 || i + 2 + len > d.size()) return std::nullopt;
     if (IsUnsupportedCoding(m)) return std::nullopt;
@@ -113,7 +117,7 @@ std::optional<SpliceOrigin> SpliceRestartIntervals(std::span<const uint8_t> data
   }
   const std::optional<Frame> f = ParseFrame(data);
   if (!f) return std::nullopt;
-  if (need.x < 0 || need.y < 0 || need.width <= 0 || need.height <= 0 ||
+  if (margin < 0 || need.x < 0 || need.y < 0 || need.width <= 0 || need.height <= 0 ||
       int64_t{need.x} + need.width > f->width || int64_t{need.y} + need.height > f->height) {
     return std::nullopt;
   }

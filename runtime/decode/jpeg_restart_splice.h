@@ -46,7 +46,8 @@ struct SpliceOrigin {
 // baseline Huffman JPEG, no restart interval or one that does not divide the
 // MCUs per row, restart markers out of sequence or miscounted, no EOI after
 // the scan (a truncated file must be decoded whole to be found bad), or any
-// other marker inside the scan. `need` must lie inside the image.
+// other marker inside the scan, or a marker without a length (RSTn, TEM) before
+// it. `need` must lie inside the image, and `margin` be at least 0.
 std::optional<SpliceOrigin> SpliceRestartIntervals(std::span<const uint8_t> data,
                                                    const PixelRect& need, int margin,
                                                    std::vector<uint8_t>& out);

@@ -190,5 +190,80 @@ TEST(JpegRestartSplice, ThePixelLimitIsTheWholeImages) {
   EXPECT_EQ(r.error().code, ErrorCode::kCorruptData);
 }
 
+// The file's marker segments before its scan, each from its FF to its end
+// (SOI first, SOS last), and the rest of the file.
+std::vector<std::vector<uint8_t>> HeaderSegments(const std::vector<uint8_t>& jpeg,
+                                                 std::vector<uint8_t>* rest) {
+  std::vector<std::vector<uint8_t>> out = {{0xFF, 0xD8}};
+  size_t i = 2;
+  while (true) {
+    const size_t end = i + 2 + ((jpeg[i + 2] << 8) | jpeg[i + 3]);
+    out.emplace_back(jpeg.begin() + i, jpeg.begin() + end);
+    if (jpeg[i + 1] == 0xDA) {
+      rest->assign(jpeg.begin() + end, jpeg.end());
+      return out;
+    }
+    i = end;
+  }
+}
+
+// libjpeg reads an RSTn marker before the scan as one without a length; the
+// splice read one after it and walked other segments than libjpeg: here it
+// took a copy of the frame header inside an APP1 for the frame (and rewrote
+// the copy's size), and skipped libjpeg's frame header as part of a COM.
+// libjpeg then decoded the tiles as the whole image: other pixels than the
+// plain path (which has no warning), with warnings.
+TEST(JpegRestartSplice, MarkersWithoutALengthBeforeTheScanAreLeftToThePlainPath) {
+  const Layout l = Layouts().front();
+  std::vector<uint8_t> rest;
+  const auto segments = HeaderSegments(Jpeg(l, l.opts.restart_interval), &rest);
+  std::vector<uint8_t> sof;
+  for (const auto& s : segments) {
+    if (s[1] == 0xC0) sof = s;
+  }
+  ASSERT_EQ(sof.size(), 19u);  // 3 components
+  // SOI, RST0, then an APP1 of 65535: the splice reads FF E1 as RST0's length
+  // (65505) and lands 32 bytes before the APP1's end, on its copy of the
+  // SOF and a COM whose 30 bytes run to the end of libjpeg's SOF.
+  std::vector<uint8_t> file = {0xFF, 0xD8, 0xFF, 0xD0, 0xFF, 0xE1, 0xFF, 0xFF};
+  file.resize(file.size() + 65533 - 32, 'a');
+  file.insert(file.end(), sof.begin(), sof.end());
+  file.insert(file.end(), {0xFF, 0xFE, 0x00, 30});
+  file.resize(file.size() + 9, 'b');  // the APP1's last bytes
+  file.insert(file.end(), sof.begin(), sof.end());
+  for (const auto& s : segments) {
+    if (s[1] != 0xD8 && s[1] != 0xC0) file.insert(file.end(), s.begin(), s.end());
+  }
+  file.insert(file.end(), rest.begin(), rest.end());
+
+  const PixelRect crop{200, 150, 60, 40};
+  DecodeRequest req;
+  req.crop = crop;
+  ImageBuffer a, b;
+  auto rb = DecodeJpegUnspliced(file, req, b);
+  ASSERT_TRUE(rb.has_value()) << rb.error().ToString();
+  EXPECT_EQ(rb->warnings, 0);
+  std::vector<uint8_t> out;
+  EXPECT_FALSE(SpliceRestartIntervals(file, crop, 16, out));
+  auto ra = DecodeJpeg(file, req, a);
+  ASSERT_TRUE(ra.has_value()) << ra.error().ToString();
+  EXPECT_EQ(ra->warnings, 0);
+  ExpectSameDecode(a, *ra, b, *rb);
+  // A TEM marker likewise.
+  file[3] = 0x01;
+  EXPECT_FALSE(SpliceRestartIntervals(file, crop, 16, out));
+}
+
+// A negative margin could end the tile rows above their start, and the
+// saving test then read interval offsets before the first.
+TEST(JpegRestartSplice, ANegativeMarginIsRefused) {
+  const Layout l = Layouts().front();
+  const std::vector<uint8_t> tiled = Jpeg(l, l.opts.restart_interval);
+  std::vector<uint8_t> out;
+  EXPECT_FALSE(SpliceRestartIntervals(tiled, {0, 0, 1, 1}, -40, out));
+  EXPECT_FALSE(SpliceRestartIntervals(tiled, {200, 150, 1, 1}, -40, out));
+  EXPECT_TRUE(SpliceRestartIntervals(tiled, {200, 150, 1, 1}, 0, out));
+}
+
 }  // namespace
 }  // namespace sluice::runtime
