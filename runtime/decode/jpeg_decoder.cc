@@ -342,11 +342,12 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
   if (!request.crop) return DecodeWhole(data, request, out);
   // A JPEG with row-aligned restart intervals is cut down to the tiles the
   // crop needs before any entropy decoding (jpeg_restart_splice.h). The
-  // margin covers the decoded columns beyond the crop (kEdgeMargin scaled
-  // pixels) and one MCU of upsampling context, so the buffer's pixels are
-  // those of the plain path.
+  // margin covers what the plain path decodes beyond the crop: kEdgeMargin
+  // scaled columns (then whole iMCUs, as tiles are), and the chroma row above
+  // and below that fancy upsampling reads (two scaled rows); so the buffer is
+  // the plain path's, bit for bit.
   const int denom = DctScaleDenom(*request.crop, request);
-  const int margin = kEdgeMargin * denom + 16;
+  const int margin = kEdgeMargin * denom;
   thread_local std::vector<uint8_t> spliced;  // per thread, reused
   const std::optional<SpliceOrigin> origin =
       SpliceRestartIntervals(data, *request.crop, margin, spliced);
