@@ -121,6 +121,8 @@ std::optional<SpliceOrigin> SpliceRestartIntervals(std::span<const uint8_t> data
       int64_t{need.x} + need.width > f->width || int64_t{need.y} + need.height > f->height) {
     return std::nullopt;
   }
+  // Wider than any image (65535): no sum below can overflow.
+  margin = std::min(margin, 1 << 17);
   // Per thread, reused: no allocation per sample once it has grown.
   thread_local std::vector<uint32_t> starts;
   size_t eoi = 0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -255,7 +256,8 @@ TEST(JpegRestartSplice, MarkersWithoutALengthBeforeTheScanAreLeftToThePlainPath)
 }
 
 // A negative margin could end the tile rows above their start, and the
-// saving test then read interval offsets before the first.
+// saving test then read interval offsets before the first; so could a huge
+// one, by overflow.
 TEST(JpegRestartSplice, ANegativeMarginIsRefused) {
   const Layout l = Layouts().front();
   const std::vector<uint8_t> tiled = Jpeg(l, l.opts.restart_interval);
@@ -263,6 +265,9 @@ TEST(JpegRestartSplice, ANegativeMarginIsRefused) {
   EXPECT_FALSE(SpliceRestartIntervals(tiled, {0, 0, 1, 1}, -40, out));
   EXPECT_FALSE(SpliceRestartIntervals(tiled, {200, 150, 1, 1}, -40, out));
   EXPECT_TRUE(SpliceRestartIntervals(tiled, {200, 150, 1, 1}, 0, out));
+  // One that overflowed int when added to the crop's far edge.
+  EXPECT_FALSE(SpliceRestartIntervals(tiled, {200, 150, 1, 1}, INT_MAX, out));
+  EXPECT_FALSE(SpliceRestartIntervals(tiled, {200, 150, 1, 1}, INT_MAX - 100, out));
 }
 
 }  // namespace
