@@ -226,6 +226,41 @@ std::vector<bool> TraceRecorder::SpansWithParents(const Event* events, size_t n)
   return keep;
 }
 
+// `e`'s arguments and the end of its JSON object (from after "args":{).
+void TraceRecorder::AppendArgs(std::string& out, const Event& e, const Track& t) const {
+  bool comma = false;
+  auto key = [&](const char* name) {
+    out += std::string(comma ? ",\"" : "\"") + name + "\":";
+    comma = true;
+  };
+  if (e.kind == Kind::kSpan && e.index != kNoIndex) {
+    key("index");
+    out += std::to_string(e.index) + ",\"path\":\"";
+    AppendEscaped(out, name_sample_(e.index));
+    out += "\"";
+  }
+  if (e.a1 >= 0) {
+    key(ArgName(e.name, 1));
+    out += std::to_string(e.a1);
+  }
+  if (e.a2 >= 0) {
+    key(ArgName(e.name, 2));
+    out += std::to_string(e.a2);
+  }
+  if (e.kind != Kind::kSpan || e.error == 0) {
+    out += "}}";
+    return;
+  }
+  key("error");
+  out += std::string("\"") + ErrorCodeName(static_cast<ErrorCode>(e.error - 1)) + "\"";
+  if (e.note >= 0) {
+    out += ",\"reason\":\"";
+    AppendEscaped(out, t.notes.get() + static_cast<size_t>(e.note) * kNoteBytes);
+    out += "\"";
+  }
+  out += "},\"cname\":\"terrible\"}";  // chrome://tracing draws it red
+}
+
 Status TraceRecorder::Write(uint64_t& dropped) {
   const int pid = static_cast<int>(::getpid());
   std::string out;
@@ -285,35 +320,7 @@ Status TraceRecorder::Write(uint64_t& dropped) {
           break;
       }
       out += buf;
-      bool comma = false;
-      if (e.kind == Kind::kSpan && e.index != kNoIndex) {
-        out += "\"index\":" + std::to_string(e.index) + ",\"path\":\"";
-        AppendEscaped(out, name_sample_(e.index));
-        out += "\"";
-        comma = true;
-      }
-      if (e.a1 >= 0) {
-        out += std::string(comma ? "," : "") + "\"" + ArgName(e.name, 1) +
-               "\":" + std::to_string(e.a1);
-        comma = true;
-      }
-      if (e.a2 >= 0) {
-        out += std::string(comma ? "," : "") + "\"" + ArgName(e.name, 2) +
-               "\":" + std::to_string(e.a2);
-        comma = true;
-      }
-      if (e.kind == Kind::kSpan && e.error != 0) {
-        out += std::string(comma ? "," : "") + "\"error\":\"" +
-               ErrorCodeName(static_cast<ErrorCode>(e.error - 1)) + "\"";
-        if (e.note >= 0) {
-          out += ",\"reason\":\"";
-          AppendEscaped(out, t.notes.get() + static_cast<size_t>(e.note) * kNoteBytes);
-          out += "\"";
-        }
-        out += "},\"cname\":\"terrible\"}";  // chrome://tracing draws it red
-      } else {
-        out += "}}";
-      }
+      AppendArgs(out, e, t);
       if (out.size() > (1 << 20)) {
         if (std::fwrite(out.data(), 1, out.size(), file_) != out.size()) break;
         out.clear();

@@ -152,6 +152,7 @@ class TraceRecorder {
   // Stores `e` (with `note` copied into the track's notes when `e.error`).
   void Record(int track, Event e, std::string_view note = {});
   Status Write(uint64_t& dropped);
+  void AppendArgs(std::string& out, const Event& e, const Track& t) const;
   static std::vector<bool> SpansWithParents(const Event* events, size_t n);
 
   std::function<std::string(uint64_t)> name_sample_;
