@@ -28,11 +28,14 @@ def pack(
     quality: int = 90,
     threads: Optional[int] = None,
     vars: Optional[Mapping[str, str]] = None,
+    restart_markers: bool = True,
 ) -> Dict[str, Any]:
     """Writes WebDataset tar shards, index.sluice and manifest.json into out_dir
     (new or empty). shard_size: bytes or a string such as "256MB"; max_side:
     re-encode images larger than this on their longer side (JPEG at `quality`);
-    threads: default every core. Returns a summary dict. Raises a
+    restart_markers: store baseline JPEGs re-encoded losslessly with restart
+    markers, which the loader decodes faster under a crop (False: byte for
+    byte; docs/datasets.md); threads: default every core. Returns a summary dict. Raises a
     sluice.SluiceError subclass on failure: SpecError for a spec input's
     mistakes (each with its file:line:col in e.diagnostics, as sluice.compile
     raises them), InvalidArgumentError, NotFoundError, ..."""
@@ -44,6 +47,7 @@ def pack(
         str(shard_size),
         int(max_side or 0),
         int(quality),
+        bool(restart_markers),
         int(threads or 0),
         _vars_dict(vars),
     )

@@ -23,8 +23,8 @@ namespace sluice::python {
 namespace {
 
 py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
-              const std::string& shard_size, int max_side, int quality, int threads,
-              const std::map<std::string, std::string>& vars) {
+              const std::string& shard_size, int max_side, int quality, bool restart_markers,
+              int threads, const std::map<std::string, std::string>& vars) {
   Result<runtime::PackSummary> summary = MakeError(ErrorCode::kInternal, "pack did not run");
   {
     py::gil_scoped_release release;
@@ -40,6 +40,7 @@ py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
       options.shard_size = *bytes;
       options.max_side = max_side;
       options.quality = quality;
+      options.restart_markers = restart_markers;
       options.threads = threads;
       options.source_format = input->format;
       options.source_path = runtime::SourceParamString(input->params, "path", "");
@@ -76,7 +77,8 @@ py::dict Pack(const std::string& spec_or_source, const std::string& out_dir,
 
 void BindPack(py::module_& m) {
   m.def("pack", &Pack, py::arg("spec_or_source"), py::arg("out_dir"), py::arg("shard_size"),
-        py::arg("max_side"), py::arg("quality"), py::arg("threads"), py::arg("vars"));
+        py::arg("max_side"), py::arg("quality"), py::arg("restart_markers"), py::arg("threads"),
+        py::arg("vars"));
 }
 
 }  // namespace sluice::python

@@ -96,6 +96,23 @@ def test_webdataset_reads_the_shards(packed, dataset):
     assert count == NUM_IMAGES
 
 
+def test_pack_can_keep_the_jpeg_bytes(tmp_root, dataset):
+    """restart_markers=False stores the source's bytes; the default re-encodes
+    them (other bytes, the same pixels) and says so in the manifest."""
+    files = labelled_files(dataset)
+    for restart in (False, True):
+        out = os.path.join(tmp_root, f"packed_restart_{restart}")
+        info = sluice.pack(dataset, out, shard_size="1MB", threads=1, restart_markers=restart)
+        with open(os.path.join(out, info["manifest"])) as f:
+            assert json.load(f)["options"]["restart_markers"] is restart
+        with tarfile.open(os.path.join(out, info["shards"][0])) as tar:
+            data = tar.extractfile("000000000.jpg").read()
+        with open(files[0][0], "rb") as f:
+            original = f.read()
+        assert (data == original) is (not restart)
+        assert same_pixels(data, original)
+
+
 def test_shards_give_the_folders_batches(packed, dataset, tmp_root, eval_plan):
     """pack keeps the source's order, so the same seed gives the same batches."""
     out, _ = packed
