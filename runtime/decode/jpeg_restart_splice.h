@@ -11,6 +11,10 @@
 // gives exactly the coefficients, and so the pixels, of the same region of the
 // whole image (away from its new edges, where upsampling replicates).
 //
+// Damage inside tiles the crop does not need goes unseen, as damage below a
+// crop does on the plain path (which stops at the crop's last row); a file
+// cut short is never spliced, so it is found bad whatever the crop.
+//
 // This lets the decoder skip the Huffman decoding of everything outside a
 // random crop, which libjpeg-turbo's own cropping cannot (it skips the IDCT of
 // outside columns but must still entropy-decode every row up to the crop's
