@@ -116,6 +116,8 @@ size_t OnHeader(char* data, size_t size, size_t nmemb, void* user) {
   const std::string_view line(data, size * nmemb);
   if (StartsWithNoCase(line, "etag:")) {
     a.etag.assign(Trim(line.substr(5)));
+  } else if (StartsWithNoCase(line, "last-modified:")) {
+    a.last_modified.assign(Trim(line.substr(14)));
   } else if (StartsWithNoCase(line, "x-amz-bucket-region:")) {
     a.bucket_region.assign(Trim(line.substr(20)));
   } else if (StartsWithNoCase(line, "content-range:")) {

@@ -68,6 +68,7 @@ struct Attempt {
   // fails (Classify).
   bool range_mismatch = false;
   std::string etag;           // the response's ETag, as sent (quotes kept)
+  std::string last_modified;  // the response's Last-Modified date, as sent
   std::string bucket_region;  // S3's x-amz-bucket-region header, when sent
   // Set before ConfigureAttempt: sent as If-Match, so that a resumed stream
   // gets 412 (a kCorruptData "changed" failure) instead of another version's

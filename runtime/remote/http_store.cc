@@ -120,6 +120,9 @@ Result<ObjectInfo> HttpStore::Stat(const std::string& url) {
                       {}};
     }
     info.size = static_cast<uint64_t>(std::max<curl_off_t>(0, length));
+    info.version = !a.etag.empty()            ? a.etag
+                   : !a.last_modified.empty() ? "Last-Modified: " + a.last_modified
+                                              : "";
     return o;
   });
   if (!st) return std::unexpected(Redacted(st.error(), url));
@@ -286,7 +289,7 @@ Result<std::vector<ObjectInfo>> HttpStore::List(const std::string& prefix) {
     });
     if (!st) return std::unexpected(Redacted(st.error(), prefix));
     for (auto& e : page.entries) {
-      out.push_back({"s3://" + target->bucket + "/" + e.key, e.size});
+      out.push_back({"s3://" + target->bucket + "/" + e.key, e.size, e.etag});
     }
     if (!page.truncated) break;
     token = page.next_token;

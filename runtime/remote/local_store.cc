@@ -51,6 +51,11 @@ int OpenFile(const std::string& path) {
   return fd < 0 ? -errno : fd;
 }
 
+// ObjectInfo::version of a local file: its modification time.
+std::string MtimeVersion(const struct stat& st) {
+  return "mtime " + std::to_string(int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
+}
+
 struct Fd {
   int fd;
   ~Fd() {
@@ -123,7 +128,7 @@ Result<ObjectInfo> LocalStore::Stat(const std::string& url) {
   if (!S_ISREG(st.st_mode)) {
     return MakeError(ErrorCode::kNotFound, "'" + url + "' is not a regular file");
   }
-  return ObjectInfo{url, static_cast<uint64_t>(st.st_size)};
+  return ObjectInfo{url, static_cast<uint64_t>(st.st_size), MtimeVersion(st)};
 }
 
 Result<std::vector<ObjectInfo>> LocalStore::List(const std::string& prefix) {
@@ -144,7 +149,7 @@ Result<std::vector<ObjectInfo>> LocalStore::List(const std::string& prefix) {
     struct stat st;
     const std::string full = (dir == "/" ? "" : dir) + "/" + name;
     if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    out.push_back(ObjectInfo{url_dir + name, static_cast<uint64_t>(st.st_size)});
+    out.push_back(ObjectInfo{url_dir + name, static_cast<uint64_t>(st.st_size), MtimeVersion(st)});
   }
   ::closedir(d);
   std::sort(out.begin(), out.end(),

@@ -79,6 +79,12 @@ struct RequestStats {
 struct ObjectInfo {
   std::string url;  // as the caller would name it (s3://bucket/key, https://...)
   uint64_t size = 0;
+  // What tells this version of the object from another of the same size:
+  // its ETag (quotes kept), else "Last-Modified: " and the header's date
+  // (HTTP), "mtime NANOSECONDS" (local files); "" when the server gives
+  // neither. Compared for equality only, from the same kind of call (an
+  // S3 listing gives the ETag alone, as a HEAD does when there is one).
+  std::string version;
 };
 
 class ObjectStore {

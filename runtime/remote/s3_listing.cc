@@ -69,6 +69,7 @@ Result<ListPage> ParseListObjectsResponse(std::string_view xml) {
       return MakeError(ErrorCode::kCorruptData,
                        "ListObjectsV2 response has an entry without a key or a size");
     }
+    entry.etag = Text(Child(c, "ETag"));
     page.entries.push_back(std::move(entry));
   }
   page.truncated = Text(Child(root, "IsTruncated")) == "true";

@@ -25,6 +25,7 @@ struct ListPage {
   struct Entry {
     std::string key;
     uint64_t size = 0;
+    std::string etag;  // as in a HEAD's ETag header (quotes kept); "" = none
   };
   std::vector<Entry> entries;
   bool truncated = false;

@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
 
+#include "common/log.h"
 #include "ops/fusion/plan_format.h"
 #include "runtime/sources/tar/shard_paths.h"
 
@@ -75,10 +77,12 @@ Result<std::vector<ObjectInfo>> ListGlob(ObjectStore& store, const std::string& 
   return out;
 }
 
-// Index bytes from `url` (a URL through the store) or a local path.
-Result<ShardIndex> LoadIndex(ObjectStore& store, const std::string& url) {
+// Index bytes from `url` (a URL through the store, whose Stat goes to
+// `info` when given) or a local path.
+Result<ShardIndex> LoadIndex(ObjectStore& store, const std::string& url,
+                             ObjectInfo* info = nullptr) {
   if (!remote::IsUrl(url)) return ShardIndex::Load(url);
-  auto bytes = FetchObject(store, url);
+  auto bytes = FetchObject(store, url, info);
   if (!bytes) return std::unexpected(bytes.error());
   return ShardIndex::FromBytes(*bytes, RedactUrl(url));
 }
@@ -101,8 +105,11 @@ std::string CacheKey(const std::vector<ObjectInfo>& shards, const FieldMapping& 
   text += "scan " + std::to_string(kScanRevision) + "\n";
   // Named without the URLs' authentication, which a presigned or SAS URL
   // changes every job (ShardCache::KeyOf): a new signature reuses the index.
+  // With the shards' versions: a shard replaced by one of the same size gets
+  // a new index.
   for (const ObjectInfo& s : shards) {
-    text += remote::ShardCache::KeyOf(s.url) + '\0' + std::to_string(s.size) + '\n';
+    text +=
+        remote::ShardCache::KeyOf(s.url) + '\0' + std::to_string(s.size) + ' ' + s.version + '\n';
   }
   std::string hash = plan_format::HashBytes(text);
   return hash.substr(hash.find(':') + 1);
@@ -195,6 +202,62 @@ std::optional<ChosenIndex> Usable(Result<ShardIndex> index, const std::string& n
   return ChosenIndex{std::move(*index), std::move(m.entry), std::move(m.stale), name, false, {}};
 }
 
+// 16 hex digits naming `text` (no URL, no query is written to disk).
+std::string ShortHash(const std::string& text) {
+  const std::string hash = plan_format::HashBytes(text);
+  return hash.substr(hash.find(':') + 1);
+}
+
+// Where the shards' versions seen with the index at `index_url` (at version
+// `index_version`) are recorded: CACHE/sluice-seen-HASH.txt, one line per
+// shard, "HASH-of-its-URL VERSION".
+std::string SeenPath(const std::string& cache_dir, const std::string& index_url,
+                     const std::string& index_version) {
+  const std::string key = "seen\n" + remote::ShardCache::KeyOf(index_url) + "\n" + index_version;
+  return (fs::path(cache_dir) / ("sluice-seen-" + ShortHash(key) + ".txt")).string();
+}
+
+// Why the index whose record is at `seen` must not be used: a shard's
+// version differs from the one recorded when this index was first used; ""
+// when none does. Versions not recorded yet are added (best effort: a record
+// that cannot be written is no error).
+std::string ChangedSinceFirstUse(const std::string& seen, const std::vector<ObjectInfo>& shards) {
+  std::unordered_map<std::string, std::string> recorded;
+  std::ifstream in(seen);
+  for (std::string line; std::getline(in, line);) {
+    const size_t space = line.find(' ');
+    if (space != std::string::npos) recorded[line.substr(0, space)] = line.substr(space + 1);
+  }
+  std::string first;
+  size_t changed = 0, added = 0;
+  for (const ObjectInfo& s : shards) {
+    if (s.version.empty()) continue;  // no validator: the size check only
+    const std::string tag = ShortHash(remote::ShardCache::KeyOf(s.url));
+    auto [it, inserted] = recorded.try_emplace(tag, s.version);
+    added += inserted ? 1 : 0;
+    if (inserted || it->second == s.version) continue;
+    if (changed++ == 0) {
+      first = "shard '" + RedactUrl(s.url) + "' (" + it->second + ", now " + s.version + ")";
+    }
+  }
+  if (changed > 0) {
+    return first + (changed > 1 ? " and " + std::to_string(changed - 1) + " more" : "");
+  }
+  if (added > 0) {
+    std::string text;
+    for (const auto& [tag, version] : recorded) text += tag + " " + version + "\n";
+    const std::string tmp = seen + ".tmp-" + std::to_string(::getpid());
+    std::error_code ec;
+    fs::create_directories(fs::path(seen).parent_path(), ec);
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (out) fs::rename(tmp, seen, ec);
+    if (!out || ec) fs::remove(tmp, ec);
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string UrlWithoutQuery(const std::string& url) { return url.substr(0, PathEnd(url)); }
@@ -209,11 +272,12 @@ std::string SiblingUrl(const std::string& url, const std::string& name) {
   return UrlDirectory(url) + "/" + name + url.substr(PathEnd(url));
 }
 
-Result<std::string> FetchObject(ObjectStore& store, const std::string& url) {
+Result<std::string> FetchObject(ObjectStore& store, const std::string& url, ObjectInfo* stat) {
   // A HEAD first: an absent object (an optional manifest) is a plain
   // kNotFound, not a failed request in the store's stats.
   auto info = store.Stat(url);
   if (!info) return std::unexpected(info.error());
+  if (stat != nullptr) *stat = *info;
   std::string bytes;
   bytes.reserve(info->size);
   if (info->size == 0) return bytes;
@@ -279,15 +343,29 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
   }
   const std::string dir = UrlDirectory(shards.front().url);
   const std::string beside = SiblingUrl(shards.front().url, kPackIndexName);
-  if (auto c = Usable(LoadIndex(store, beside), RedactUrl(beside), dir, shards, mapping)) {
-    return std::move(*c);
-  }
   const std::string cache_dir = ResolveCacheDir(options.cache_dir);
+  std::vector<std::string> notes;
+  ObjectInfo beside_info;
+  if (auto c =
+          Usable(LoadIndex(store, beside, &beside_info), RedactUrl(beside), dir, shards, mapping)) {
+    // Objects have no modification time to compare with the index's: their
+    // versions are checked against those seen when this index was first used.
+    const std::string changed =
+        beside_info.version.empty()
+            ? ""
+            : ChangedSinceFirstUse(SeenPath(cache_dir, beside, beside_info.version), shards);
+    if (changed.empty()) return std::move(*c);
+    std::string line =
+        changed + " changed since " + RedactUrl(beside) + " was first used here: not using it";
+    if (!options.quiet) log::Warn("tar_shards", line);
+    notes.push_back(std::move(line));
+  }
   const std::string cached =
       (fs::path(cache_dir) / ("sluice-index-" + CacheKey(shards, mapping) + ".sluice")).string();
   std::error_code ec;
   if (fs::is_regular_file(cached, ec)) {
     if (auto c = Usable(ShardIndex::Load(cached), cached, "", shards, mapping)) {
+      c->notes = std::move(notes);
       return std::move(*c);
     }
   }
@@ -304,7 +382,6 @@ Result<ChosenIndex> OpenRemoteShardIndex(ObjectStore& store, const std::vector<O
         }
       });
   IndexWriter w(mapping);
-  std::vector<std::string> notes;
   auto say = [&](std::string line) {
     if (!options.quiet) std::fprintf(stderr, "%s%s\n", kLog, line.c_str());
     notes.push_back(std::move(line));

@@ -18,10 +18,17 @@
 //  1. an explicit index (`index:`, a local path or a URL): it must list every
 //     shard and the mapping; a shard whose size differs is marked disagreeing;
 //  2. DIR/index.sluice (what `sluice pack` writes; names relative to DIR),
-//     used when it lists every shard with its current size and the mapping;
+//     used when it lists every shard with its current size and the mapping,
+//     and no shard's version (ObjectInfo::version: ETag, Last-Modified)
+//     differs from the one recorded when this index.sluice (at its own
+//     version) was first used with this CACHE (CACHE/sluice-seen-HASH.txt);
+//     else one warning names the shard and the next steps give the index.
+//     Without versions (the server sends neither header) only sizes count;
 //  3. CACHE/sluice-index-HASH.sluice, HASH covering the shards' URLs (without
-//     their authentication: remote::ShardCache::KeyOf) and sizes and the mapping (objects have no usable mtime: a rewritten shard of the
-//     same size must be re-indexed by hand, e.g. deleting the cached file);
+//     their authentication: remote::ShardCache::KeyOf), sizes and versions
+//     and the mapping (a shard replaced by one of the same size is
+//     re-indexed when its server gives a version, as local shards are by
+//     their modification time);
 //  4. else each shard is streamed once (ObjectStore::Stream) to a temporary
 //     file in CACHE, scanned, and the index written to CACHE (one stderr line
 //     says so), else kept in memory. With a shard cache (ScanThrough), each
@@ -52,7 +59,9 @@ Result<std::vector<remote::ObjectInfo>> ResolveShardUrls(remote::ObjectStore& st
 // The whole object `url` (for indexes and manifests): its size (Stat), then
 // one stream (ObjectStore::Stream, resumed but never hedged). Errors: the
 // store's; kCorruptData when the object's size changed meanwhile.
-Result<std::string> FetchObject(remote::ObjectStore& store, const std::string& url);
+// `stat`, when given, receives the Stat.
+Result<std::string> FetchObject(remote::ObjectStore& store, const std::string& url,
+                                remote::ObjectInfo* stat = nullptr);
 
 // How a shard being indexed is fetched: with `cache` null, streamed into a
 // temporary file; else acquired through the cache (step 4 of the file

@@ -160,13 +160,16 @@ TEST(S3ListingTest, QueryIsSortedAndEncoded) {
 TEST(S3ListingTest, ParsesPagesAndErrors) {
   auto page = ParseListObjectsResponse(
       R"(<?xml version="1.0"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">)"
-      R"(<IsTruncated>true</IsTruncated><Contents><Key>a/1</Key><Size>10</Size></Contents>)"
+      R"(<IsTruncated>true</IsTruncated><Contents><Key>a/1</Key><Size>10</Size>)"
+      R"(<ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag></Contents>)"
       R"(<Contents><Key>a/2</Key><Size>12345678901</Size></Contents>)"
       R"(<NextContinuationToken>tok==</NextContinuationToken></ListBucketResult>)");
   ASSERT_TRUE(page) << page.error().ToString();
   ASSERT_EQ(page->entries.size(), 2u);
   EXPECT_EQ(page->entries[1].key, "a/2");
   EXPECT_EQ(page->entries[1].size, 12345678901u);
+  EXPECT_EQ(page->entries[0].etag, "\"9b2cf535f27731c974343645a3985328\"");  // as a HEAD sends it
+  EXPECT_EQ(page->entries[1].etag, "");
   EXPECT_TRUE(page->truncated);
   EXPECT_EQ(page->next_token, "tok==");
   EXPECT_FALSE(

@@ -92,6 +92,26 @@ TEST(HttpQueryUrlTest, MessagesHideTheQuery) {
   }
 }
 
+// A HEAD's ETag, else its Last-Modified date, is the object's version (what
+// tells a shard replaced by one of the same size from the old one).
+TEST(HttpQueryUrlTest, StatGivesTheObjectsVersion) {
+  ScriptedServer server([](const ScriptedRequest& r) -> ScriptedReply {
+    if (r.target == "/etag.tar") return {200, {{"ETag", "\"v1\""}}, "0123"};
+    if (r.target == "/dated.tar") {
+      return {200, {{"Last-Modified", "Wed, 21 Oct 2015 07:28:00 GMT"}}, "0123"};
+    }
+    return {200, {}, "0123"};
+  });
+  auto store = Open(server);
+  auto etag = store->Stat(server.url() + "/etag.tar");
+  auto dated = store->Stat(server.url() + "/dated.tar");
+  auto none = store->Stat(server.url() + "/none.tar");
+  ASSERT_TRUE(etag && dated && none);
+  EXPECT_EQ(etag->version, "\"v1\"");
+  EXPECT_EQ(dated->version, "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT");
+  EXPECT_EQ(none->version, "");
+}
+
 // A presigned or SAS URL signed anew for the next job finds the index the
 // last job built: the cached index is named without the authentication.
 TEST(HttpQueryUrlTest, ANewSignatureReusesTheCachedIndex) {

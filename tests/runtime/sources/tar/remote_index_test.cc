@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -114,6 +115,60 @@ TEST(RemoteTarShards, IndexAndManifestBesideTheShardsAreFetched) {
   EXPECT_EQ((*url)->class_names(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ((*url)->size(), 6u);
   EXPECT_EQ(Contents(**url, 4), "img-1-1");
+}
+
+// Rewrites shard-000001.tar of MakeShards(dir, 2, 3) with the same size but
+// another layout (its second image is longer: the index's record of it is
+// wrong), and a modification time 10 s later (what an ETag or Last-Modified
+// header tells over HTTP).
+void ReplaceShardKeepingItsSize(const fs::path& dir) {
+  const fs::path shard = dir / "shard-000001.tar";
+  const uintmax_t size = fs::file_size(shard);
+  const auto mtime = fs::last_write_time(shard);
+  std::vector<std::pair<std::string, std::string>> members;
+  for (int j = 0; j < 3; ++j) {
+    const std::string key = "s1_" + std::to_string(j);
+    members.push_back({key + ".jpg", j == 1 ? "replaced-image" : "img-1-" + std::to_string(j)});
+    members.push_back({key + ".cls", std::to_string((3 + j) % 5)});
+  }
+  WriteShard(shard.string(), members);
+  ASSERT_EQ(fs::file_size(shard), size);
+  fs::last_write_time(shard, mtime + std::chrono::seconds(10));
+}
+
+// A shard replaced by one of the same size is not read through the index of
+// the old one: the server's validator (ETag, Last-Modified; the modification
+// time for file://) is compared with the one seen when the index was first
+// used (DIR/index.sluice) or built (the cached index), and a change rescans.
+TEST(RemoteTarShards, AShardReplacedWithTheSameSizeIsRescanned) {
+  for (const bool pack_index : {true, false}) {
+    SCOPED_TRACE(pack_index ? "index.sluice beside the shards" : "the cached index");
+    TempDir dir;
+    const fs::path data = dir.path() / "data";
+    MakeShards(data, 2, 3);
+    if (pack_index) {
+      auto local = TarShardSource::Open(Options(data.string(), (dir.path() / "l").string()));
+      ASSERT_TRUE(local.has_value());
+      fs::rename((*local)->index_path(), data / "index.sluice");
+    }
+    const TarShardOptions o = Options("file://" + data.string() + "/shard-{000000..000001}.tar",
+                                      (dir.path() / "c").string());
+    auto first = TarShardSource::Open(o);
+    ASSERT_TRUE(first.has_value()) << first.error().ToString();
+    EXPECT_EQ((*first)->index_built(), !pack_index);
+    EXPECT_EQ(Contents(**first, 4), "img-1-1");
+    first->reset();
+    ReplaceShardKeepingItsSize(data);
+    auto second = TarShardSource::Open(o);
+    ASSERT_TRUE(second.has_value()) << second.error().ToString();
+    EXPECT_TRUE((*second)->index_built());
+    EXPECT_EQ(Contents(**second, 4), "replaced-image");
+    // Opened again, the index built for the new shard is used as it is.
+    auto third = TarShardSource::Open(o);
+    ASSERT_TRUE(third.has_value()) << third.error().ToString();
+    EXPECT_FALSE((*third)->index_built());
+    EXPECT_EQ(Contents(**third, 4), "replaced-image");
+  }
 }
 
 TEST(RemoteTarShards, GlobsPrefixesAndMissingShards) {
