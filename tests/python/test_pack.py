@@ -12,7 +12,8 @@ import pytest
 
 import sluice
 
-from conftest import EVAL_SPEC, FAST_TARGETS, NUM_IMAGES, dataset_files, require_module
+from conftest import (EVAL_SPEC, FAST_TARGETS, NUM_IMAGES, TRAIN_SPEC, dataset_files,
+                      require_module)
 
 
 def labelled_files(root):
@@ -121,6 +122,24 @@ def test_shards_give_the_folders_batches(packed, dataset, tmp_root, eval_plan):
     shards_plan = sluice.load(plan_dir, vars={"SHARDS": out})
     folder = take(eval_plan.loader(threads=2), NUM_IMAGES // 8)
     shards = take(shards_plan.loader(threads=2), NUM_IMAGES // 8)
+    for a, b in zip(folder, shards):
+        np.testing.assert_array_equal(a["label"], b["label"])
+        np.testing.assert_array_equal(a["image"], b["image"])
+
+
+def test_random_crops_of_restart_marked_shards_equal_the_folders(packed, tmp_root, train_plan):
+    """PIL's JPEGs, packed with restart markers: the decoder splices each random
+    crop out of the restart tiles, and every batch is the folder's, bit for bit."""
+    out, _ = packed
+    spec = TRAIN_SPEC.replace("name: py_train", "name: py_train_shards").replace(
+        'source: {format: image_folder, path: "${DATA}"}',
+        'source: {format: tar_shards, path: "${SHARDS}"}')
+    assert "tar_shards" in spec
+    plan_dir = os.path.join(tmp_root, "train_shards.plan")
+    sluice.compile(spec, plan_dir, cpu_targets=FAST_TARGETS, cuda=False)
+    shards_plan = sluice.load(plan_dir, vars={"SHARDS": out})
+    folder = take(train_plan.loader(threads=2), NUM_IMAGES // 16)  # batches of 16
+    shards = take(shards_plan.loader(threads=2), NUM_IMAGES // 16)
     for a, b in zip(folder, shards):
         np.testing.assert_array_equal(a["label"], b["label"])
         np.testing.assert_array_equal(a["image"], b["image"])
