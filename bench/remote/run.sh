@@ -90,7 +90,7 @@ for p in shuffle nohedge shuffle_io1 shuffle_c32 shard_shuffle; do
 done
 [[ "${PLANS_ONLY:-0}" != 1 ]] || exit 0
 
-STAMP="images=$IMAGES seed=$SEED shard_size=$SHARD_SIZE"
+STAMP="images=$IMAGES seed=$SEED shard_size=$SHARD_SIZE restart_markers=1"
 if [[ "$(cat "$WORK/.params" 2>/dev/null)" != "$STAMP" ]]; then
   rm -rf "$WORK/folder" "$WORK/shards"
   "$BUILD/sluice_make_dataset" "$WORK/folder" --images "$IMAGES" --classes 10 --seed "$SEED" >&2
