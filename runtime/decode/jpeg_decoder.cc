@@ -174,6 +174,23 @@ bool HasEoiAfter(std::span<const uint8_t> data, size_t from) {
   return false;
 }
 
+// jpeg_crop_scanline (libjpeg-turbo 2.1) sets each component's
+// downsampled_width to ceil(output_width * h / h_max), which misses a component
+// whose IDCT scaling was raised to spare upsampling: luma 4x2 with chroma 1x1
+// at scale 1/2 decodes chroma at 8 samples per 16 output pixels (h2v1
+// upsampling), not 4. Fancy upsampling then read past the samples decoded
+// for the row, and the last decoded column came from uninitialized memory
+// (valgrind; it differed from run to run). The width as jdmaster.c computes
+// it for the whole image, on the cropped output width.
+void FixCroppedSampleWidths(j_decompress_ptr cinfo) {
+  const int64_t denominator = int64_t{cinfo->max_h_samp_factor} * cinfo->min_DCT_scaled_size;
+  for (int ci = 0; ci < cinfo->num_components; ++ci) {
+    jpeg_component_info* c = &cinfo->comp_info[ci];
+    const int64_t numerator = int64_t{cinfo->output_width} * c->h_samp_factor * c->DCT_scaled_size;
+    c->downsampled_width = static_cast<JDIMENSION>((numerator + denominator - 1) / denominator);
+  }
+}
+
 // All libjpeg calls of a decode. It may longjmp out, so it creates no C++
 // objects with destructors; `out` is only resized (before any row is read).
 BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const DecodeRequest& req,
@@ -209,7 +226,10 @@ BodyStatus DecodeBody(Decompressor& d, std::span<const uint8_t> data, const Deco
 
   JDIMENSION xoff = static_cast<JDIMENSION>(std::max(0, sx0 - kEdgeMargin));
   JDIMENSION cw = static_cast<JDIMENSION>(std::min(sw, sx1 + kEdgeMargin)) - xoff;
-  if (xoff > 0 || static_cast<int>(cw) < sw) jpeg_crop_scanline(cinfo, &xoff, &cw);
+  if (xoff > 0 || static_cast<int>(cw) < sw) {
+    jpeg_crop_scanline(cinfo, &xoff, &cw);
+    FixCroppedSampleWidths(cinfo);
+  }
   // Rows: libjpeg-turbo's skip keeps the upsampling context, so no margin.
   const int y0 = sy0, y1 = sy1;
   if (y0 > 0) {
