@@ -20,6 +20,7 @@ import ray
 
 import sluice
 
+from ._ray_budget import BadBudget, BadFinder, raise_overrun
 from ._ray_common import (Delivered, check_read_args, materialize, order_world, plan_payload,
                           select_batches)
 
@@ -40,10 +41,12 @@ class _LoaderActor:
         self._left = 0
         self._role = (0, 1)
         self._error: Optional[BaseException] = None  # a failed configure(), raised by next()
+        self._bad = BadFinder()
 
     def info(self) -> Dict[str, Any]:
         return {"batches_per_epoch": self._loader.batches_per_epoch,
                 "batch_size": self._loader.batch_size, "spec_hash": self._plan.spec_hash,
+                "dataset_size": self._loader.dataset_size,
                 "state": self._loader.state_dict(),
                 "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
@@ -71,21 +74,34 @@ class _LoaderActor:
         offset, step = self._role
         self._start(self._epoch + 1, list(range(offset, self._loader.batches_per_epoch, step)))
 
-    def next(self) -> Optional[Tuple[int, int, Dict[str, np.ndarray]]]:
-        """(epoch, batch index, {field: numpy view of the batch}); Ray copies
-        the views into the object store when this returns."""
+    def next(self) -> Optional[Tuple[int, int, Dict[str, np.ndarray], Dict[str, Any]]]:
+        """(epoch, batch index, {field: numpy view of the batch}, {"samples":
+        its sample indices, "bad": the bad samples it met first, as
+        BadFinder lists them}); Ray copies the views into the object store
+        when this returns. A loader error is raised after counting the batch
+        as handed out (the loader did: its next call yields the following
+        batch), so the driver can raise it in its place."""
         if self._error is not None:
             raise self._error
         if self._left == 0:
             return None
-        batch = self._loader.next()
+        try:
+            batch = self._loader.next()
+        except Exception:
+            self._consumed()
+            raise
         t = next(iter(batch.values()))
-        out = (t.epoch, t.batch_index, {name: np.asarray(v) for name, v in batch.items()})
+        meta = {"samples": np.asarray(t.sample_indices, dtype=np.int64),
+                "bad": self._bad.found(self._loader, t.epoch, t.batch_index)}
+        out = (t.epoch, t.batch_index, {name: np.asarray(v) for name, v in batch.items()}, meta)
         del batch, t
+        self._consumed()
+        return out
+
+    def _consumed(self) -> None:
         self._left -= 1
         if self._left == 0:
             self._roll()  # the next epoch's batches fill while this one is consumed
-        return out
 
     def stats(self) -> Dict[str, Any]:
         return self._loader.stats()
@@ -208,7 +224,12 @@ class ActorLoader:
         self._batches_per_epoch = int(info["batches_per_epoch"])
         self._delivered = Delivered(info["state"], self._batch_size, self._batches_per_epoch,
                                     epoch=epoch, order_world_size=order_world(plan))
-        self._received: Dict[int, Tuple[int, Dict[str, np.ndarray]]] = {}
+        # batch index -> (epoch, {field: array}, meta) or, for a batch whose
+        # loader failed, (epoch, the Sluice error, None): raised in its place
+        self._received: Dict[int, Tuple[int, Any, Any]] = {}
+        self._budget = BadBudget(plan.output, self._batches_per_epoch * self._batch_size,
+                                 int(info["dataset_size"]))
+        self._overrun: Optional[str] = None  # raised by next() until load_state_dict
         self._target = int(num_actors)
         self._configured = False
         self._restarts = self._resizes = 0
@@ -229,6 +250,8 @@ class ActorLoader:
         """The next batch, or None once at the end of an epoch (the following
         call starts the next one)."""
         t0 = time.monotonic()
+        if self._overrun is not None:
+            raise_overrun(self._overrun)
         if self._delivered.complete:
             self._begin_epoch(self._delivered.epoch + 1)
             return None
@@ -237,10 +260,15 @@ class ActorLoader:
         while True:
             index = self._pick()
             if index is not None:
-                epoch, data = self._received.pop(index)
+                epoch, data, meta = self._received.pop(index)
                 self._delivered.add(index)
-                self._batches += 1
                 self._wait += time.monotonic() - t0
+                if meta is None:
+                    raise data  # the actor loader's error for this batch
+                self._overrun = self._budget.add(epoch, meta["samples"], meta["bad"])
+                if self._overrun is not None:
+                    raise_overrun(self._overrun)
+                self._batches += 1
                 self._maybe_autoscale()
                 return self._wrap(epoch, index, data)
             self._pump()
@@ -258,6 +286,7 @@ class ActorLoader:
         """Continues after what `state` (from this or any world-size-1 Sluice
         loader of the same plan) delivered; batches in flight are dropped."""
         self._delivered.reset(state)
+        self._overrun = None
         self._received.clear()
         for slot in self._slots:
             slot.pending.clear()  # the actor finishes them before its configure()
@@ -360,17 +389,19 @@ class ActorLoader:
         except _LOST:
             self._restart(slot)
             return
+        except sluice.SluiceError as e:  # the batch's error: raised in its place
+            result = (self._delivered.epoch, expected, e, None)
         slot.pending = collections.deque((r, i) for r, i in slot.pending if r != ref)
         if result is None:  # the actor had no batch left for this request
             sluice._sluice.raise_error(
                 "internal", "a Sluice Ray actor had no batch %d of epoch %d to return"
                 % (expected, self._delivered.epoch))
-        epoch, index, data = result
+        epoch, index, data, meta = result
         if index != expected or epoch != self._delivered.epoch:
             sluice._sluice.raise_error(
                 "internal", "actor returned batch %d of epoch %d, expected %d of %d"
                 % (index, epoch, expected, self._delivered.epoch))
-        self._received[index] = (epoch, data)
+        self._received[index] = (epoch, data, meta)
 
     def _restart(self, slot: _Slot) -> None:
         """A fresh actor for `slot`, re-reading what the lost one had not

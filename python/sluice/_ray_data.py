@@ -11,23 +11,40 @@ from ray.data.datasource import Datasource, ReadTask
 
 import sluice
 
+from ._ray_budget import BadBudget, BadFinder, budget_active, raise_overrun
 from ._ray_common import (Delivered, check_read_args, materialize, order_world, plan_payload,
                           rank_template, remaining_batches, select_batches, split_runs)
 
 # Columns added to every row (with_index=True): where the row comes from.
 INDEX_COLUMNS = ("sluice_epoch", "sluice_batch", "sluice_sample")
 
+# The epoch's on_error.max_fraction check, shared by a datasource's read tasks
+# (no CPU of its own: it only counts).
+_BudgetActor = ray.remote(num_cpus=0)(BadBudget)
+
 
 def _read_batches(payload_ref: "ray.ObjectRef", epoch: int, batches: List[int], rank: int,
                   world_size: int, seed: Optional[int], threads: int,
-                  overrides: Dict[str, Any], with_index: bool) -> Iterator[Any]:
+                  overrides: Dict[str, Any], with_index: bool,
+                  budget: Optional["ray.actor.ActorHandle"]) -> Iterator[Any]:
     """One read task: a Sluice loader over `batches` of `epoch`, one block per
-    batch. The C++ pipeline runs with the GIL released (loader.next)."""
+    batch. The C++ pipeline runs with the GIL released (loader.next). With a
+    `budget` (a _BudgetActor), each batch's bad samples are counted there
+    first and an epoch over on_error.max_fraction fails the task."""
     plan = materialize(ray.get(payload_ref))
     loader = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=threads,
                          relaxed_ordering=False, **overrides)
     select_batches(loader, epoch, batches, rank, world_size)
+    finder = BadFinder()
     for batch in loader:
+        if budget is not None:
+            t = next(iter(batch.values()))
+            overrun = ray.get(budget.add.remote(
+                t.epoch, np.asarray(t.sample_indices, dtype=np.int64),
+                finder.found(loader, t.epoch, t.batch_index)))
+            del t
+            if overrun is not None:
+                raise_overrun(overrun)
         # Copies out of the loader's pool buffer: the block outlives it (Ray
         # Data may hold several blocks of a task before storing them).
         cols = {name: np.array(t, copy=True) for name, t in batch.items()}
@@ -69,6 +86,7 @@ class SluiceDatasource(Datasource):
         self._batch_size = probe.batch_size
         self._batches_per_epoch = probe.batches_per_epoch
         self._batch_bytes = int(probe.stats()["batch_bytes"])
+        dataset_size = probe.dataset_size
         self._template = probe.state_dict()
         if world_size > 1:
             self._template = rank_template(self._template, rank, world_size)
@@ -86,7 +104,12 @@ class SluiceDatasource(Datasource):
         self._epoch = int(epoch)
         self._todo = remaining_batches(state, self._batch_size, self._batches_per_epoch)
         self._payload = ray.put(plan_payload(plan))
-        self._args = (rank, world_size, seed, int(threads), dict(overrides), bool(with_index))
+        budget = None
+        if budget_active(plan.output):
+            budget = _BudgetActor.remote(plan.output, self._batches_per_epoch * self._batch_size,
+                                         dataset_size)
+        self._args = (rank, world_size, seed, int(threads), dict(overrides), bool(with_index),
+                      budget)
 
     @property
     def epoch(self) -> int:

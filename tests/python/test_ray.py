@@ -353,3 +353,53 @@ def test_states_of_other_data_or_ranks_are_refused():
         d.reset(dict(template, world_size=2, rank=1, rank_position=16))
     d.reset(dict(template, position=16, consumed=[[32, 40]], order_world_size=1))
     assert d.state_dict()["position"] == 16 and d.remaining()[:2] == [2, 3]
+
+
+def _delivered_until_error(batches):
+    """(batches delivered, the error raised) of iterating `batches`."""
+    n = 0
+    try:
+        for _ in batches:
+            n += 1
+    except sluice.CorruptDataError as e:
+        return n, e
+    return n, None
+
+
+def test_max_fraction_counts_the_whole_epoch_over_actors(sray, ray_mod, tmp_path, dataset,
+                                                         train_plan_dir):
+    # 5 of 48 files bad under skip, max_fraction 0.1: 5 > 4.8 fails a local
+    # loader. Each of two actors (or read tasks) met only some of them and
+    # passed: the budget was per worker, not per epoch.
+    from conftest import dataset_files
+
+    root = tmp_path / "bad"
+    os.makedirs(root / "class_0")
+    for i, src in enumerate(dataset_files(dataset)[:48]):
+        dst = root / "class_0" / ("img_%03d.jpg" % i)
+        if i in (3, 10, 26, 35, 44):
+            dst.write_bytes(b"")  # empty: a decode error
+        else:
+            dst.write_bytes(open(src, "rb").read())
+    plan = sluice.load(train_plan_dir, vars={"DATA": str(root)})
+    local = plan.loader(threads=1)
+    n_local, local_error = _delivered_until_error(local)
+    assert local_error is not None
+    head = str(local_error).split("; last:")[0]
+    assert "5 distinct bad samples in epoch 0 exceed on_error.max_fraction" in head
+    loader = sray.ActorLoader(plan, num_actors=2)
+    try:
+        n, error = _delivered_until_error(loader)
+        assert error is not None and n == n_local
+        assert str(error).split("; last:")[0] == head
+        assert error.hint == local_error.hint
+        with pytest.raises(sluice.CorruptDataError):  # until a restore, like a local loader
+            loader.next()
+        assert loader.state_dict() == local.state_dict()  # the failed batch counts as delivered
+    finally:
+        loader.shutdown()
+    src = sray.SluiceDatasource(plan)
+    ds = ray_mod.data.read_datasource(src, override_num_blocks=2)
+    with pytest.raises(sluice.CorruptDataError, match="exceed on_error.max_fraction"):
+        for _ in ds.iter_batches(batch_size=None):
+            pass
