@@ -293,6 +293,13 @@ class ActorLoader:
         self._configured = False
 
     def set_epoch(self, epoch: int) -> None:
+        """Starts `epoch` from its beginning, unless the loader is already in
+        `epoch` (fresh, or restored mid-epoch by load_state_dict): then it
+        stays where it is, as sluice.torch's set_epoch does, so calling it at
+        the top of every epoch (the DDP loop's order) keeps a resumed
+        position."""
+        if int(self.state_dict()["epoch"]) == int(epoch):
+            return
         self.load_state_dict(self._delivered.start_of(int(epoch)))
 
     def resize(self, num_actors: int) -> None:

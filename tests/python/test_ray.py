@@ -403,3 +403,30 @@ def test_max_fraction_counts_the_whole_epoch_over_actors(sray, ray_mod, tmp_path
     with pytest.raises(sluice.CorruptDataError, match="exceed on_error.max_fraction"):
         for _ in ds.iter_batches(batch_size=None):
             pass
+
+
+def test_set_epoch_keeps_a_restored_position(sray, ray_mod, eval_plan):
+    # The DDP loop restores a mid-epoch state, then calls set_epoch(epoch) at
+    # the top of the epoch: it restarted the epoch and repeated 3 batches.
+    want = local_batches(eval_plan, 1)
+    local = eval_plan.loader(threads=1, epoch=1)
+    it = iter(local)
+    for _ in range(3):
+        next(it)
+    state = local.state_dict()
+    loader = sray.ActorLoader(eval_plan, num_actors=2)
+    try:
+        loader.set_epoch(0)  # fresh in epoch 0: nothing to do
+        loader.load_state_dict(state)
+        loader.set_epoch(1)
+        got = list(loader)
+        assert [b.index for b in got] == list(range(3, len(want)))
+        for b in got:
+            assert_batch(b, want[b.index])
+        assert loader.state_dict()["epoch"] == 2
+        loader.set_epoch(2)  # the epoch just started: kept
+        assert loader.next().index == 0
+        loader.set_epoch(1)  # another epoch: from its beginning
+        assert [b.index for b in loader] == list(range(len(want)))
+    finally:
+        loader.shutdown()
