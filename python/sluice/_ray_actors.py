@@ -21,8 +21,8 @@ import ray
 import sluice
 
 from ._ray_budget import BadBudget, BadFinder, raise_overrun
-from ._ray_common import (Delivered, check_read_args, materialize, order_world, plan_payload,
-                          select_batches)
+from ._ray_common import (Delivered, bfloat16_fields, check_read_args, host_arrays, materialize,
+                          order_world, plan_payload, refuse_bfloat16, select_batches)
 
 # Failures after which a request is re-read from a fresh actor.
 _LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
@@ -77,8 +77,9 @@ class _LoaderActor:
     def next(self) -> Optional[Tuple[int, int, Dict[str, np.ndarray], Dict[str, Any]]]:
         """(epoch, batch index, {field: numpy view of the batch}, {"samples":
         its sample indices, "bad": the bad samples it met first, as
-        BadFinder lists them}); Ray copies the views into the object store
-        when this returns. A loader error is raised after counting the batch
+        BadFinder lists them, "bfloat16": the fields shipped as the int16
+        bits of their bfloat16 values}); Ray copies the views into the
+        object store when this returns. A loader error is raised after counting the batch
         as handed out (the loader did: its next call yields the following
         batch), so the driver can raise it in its place."""
         if self._error is not None:
@@ -91,9 +92,10 @@ class _LoaderActor:
             self._consumed()
             raise
         t = next(iter(batch.values()))
+        arrays, bf16 = host_arrays(batch, copy=False)
         meta = {"samples": np.asarray(t.sample_indices, dtype=np.int64),
-                "bad": self._bad.found(self._loader, t.epoch, t.batch_index)}
-        out = (t.epoch, t.batch_index, {name: np.asarray(v) for name, v in batch.items()}, meta)
+                "bad": self._bad.found(self._loader, t.epoch, t.batch_index), "bfloat16": bf16}
+        out = (t.epoch, t.batch_index, arrays, meta)
         del batch, t
         self._consumed()
         return out
@@ -154,12 +156,15 @@ class _Alias:
         self.__array_interface__ = iface
 
 
-def _to_torch(a: np.ndarray) -> Any:
+def _to_torch(a: np.ndarray, bfloat16: bool = False) -> Any:
+    """A torch tensor sharing `a`'s memory; bfloat16: `a` holds bfloat16
+    bits as int16 (host_arrays), viewed as torch.bfloat16."""
     import torch
 
     if not a.flags.writeable:
         a = np.asarray(_Alias(a))
-    return torch.from_dlpack(a)
+    x = torch.from_dlpack(a)
+    return x.view(torch.bfloat16) if bfloat16 else x
 
 
 class _Slot:
@@ -209,6 +214,8 @@ class ActorLoader:
                 sluice._sluice.raise_error("invalid_argument",
                                            "%s must be an int >= %d, got %r" % (name, low, value))
         check_read_args(epoch, threads, overrides, seed, prefetch)
+        if output == "numpy":
+            refuse_bfloat16(bfloat16_fields(plan), 'sluice.ray.ActorLoader(output="numpy")')
         self._relaxed = ordering == "relaxed"
         self._torch = output == "torch"
         self._depth = int(depth)
@@ -270,7 +277,7 @@ class ActorLoader:
                     raise_overrun(self._overrun)
                 self._batches += 1
                 self._maybe_autoscale()
-                return self._wrap(epoch, index, data)
+                return self._wrap(epoch, index, data, meta["bfloat16"])
             self._pump()
             self._wait_some()
 
@@ -356,8 +363,13 @@ class ActorLoader:
     def _new_actor(self) -> Any:
         return _LoaderActor.options(**self._options).remote(self._payload, *self._actor_args)
 
-    def _wrap(self, epoch: int, index: int, data: Dict[str, np.ndarray]) -> RayBatch:
-        out = RayBatch((k, _to_torch(v)) for k, v in data.items()) if self._torch else RayBatch(data)
+    def _wrap(self, epoch: int, index: int, data: Dict[str, np.ndarray],
+              bf16: List[str]) -> RayBatch:
+        if self._torch:
+            out = RayBatch((k, _to_torch(v, k in bf16)) for k, v in data.items())
+        else:
+            refuse_bfloat16(bf16, 'sluice.ray.ActorLoader(output="numpy")')
+            out = RayBatch(data)
         out.epoch, out.index = epoch, index
         return out
 

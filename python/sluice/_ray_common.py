@@ -329,3 +329,56 @@ def split_runs(todo: Sequence[int], parts: int) -> List[List[int]]:
             out.append(list(todo[start:end]))
         start = end
     return out
+
+
+# ---- bfloat16 fields ----
+# numpy has no bfloat16, so a worker cannot hand such a field to Ray as an
+# array of its dtype: it ships the field's bits as int16 instead, and names it.
+BFLOAT16 = "bfloat16"
+BFLOAT16_HINT = ("use output=\"torch\" with sluice.ray.ActorLoader (bfloat16 fields arrive as "
+                 "torch.bfloat16), SluiceDatasource(bfloat16=\"bits\") (their bits as int16 "
+                 "columns: torch.from_numpy(col).view(torch.bfloat16)), or cast to "
+                 "float16/float32 in the spec")
+
+
+class _Bits:
+    """A host bfloat16 field's memory as an int16 array interface; keeps the
+    field (and so its batch buffer) alive."""
+
+    def __init__(self, t: Any) -> None:
+        self._t = t
+        self.__array_interface__ = {"version": 3, "shape": tuple(t.shape), "typestr": "<i2",
+                                    "data": (int(t.data_ptr), False), "strides": None}
+
+
+def host_arrays(batch: Mapping[str, Any], copy: bool) -> "tuple[Dict[str, Any], List[str]]":
+    """({field: numpy array} of a Sluice batch, the bfloat16 fields): a
+    bfloat16 host field is an int16 array of its bits. copy=False: views of
+    the batch buffer (they keep it alive); True: copies."""
+    import numpy as np
+
+    out: Dict[str, Any] = {}
+    bf16: List[str] = []
+    for name, t in batch.items():
+        if t.dtype == BFLOAT16 and t.device == "cpu":
+            bf16.append(name)
+            t = _Bits(t)
+        out[name] = np.array(t, copy=True) if copy else np.asarray(t)
+    return out, bf16
+
+
+def bfloat16_fields(plan: "sluice.Plan") -> List[str]:
+    """The plan's bfloat16 batch fields, from its memory layout (none known
+    when the plan has no layout)."""
+    memory = plan.memory or {}
+    return [f["field"] for f in memory.get("fields", []) if f.get("dtype") == BFLOAT16]
+
+
+def refuse_bfloat16(fields: Sequence[str], where: str) -> None:
+    """UnsupportedError for bfloat16 `fields` that `where` cannot deliver."""
+    if fields:
+        sluice._sluice.raise_error(
+            "unsupported", "field%s %s %s bfloat16, which %s cannot deliver as numpy arrays "
+            "(numpy has no bfloat16)" % ("s" if len(fields) > 1 else "", ", ".join(
+                "`%s`" % f for f in fields), "are" if len(fields) > 1 else "is", where),
+            BFLOAT16_HINT)

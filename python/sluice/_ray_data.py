@@ -12,8 +12,9 @@ from ray.data.datasource import Datasource, ReadTask
 import sluice
 
 from ._ray_budget import BadBudget, BadFinder, budget_active, raise_overrun
-from ._ray_common import (Delivered, check_read_args, materialize, order_world, plan_payload,
-                          rank_template, remaining_batches, select_batches, split_runs)
+from ._ray_common import (Delivered, bfloat16_fields, check_read_args, host_arrays, materialize,
+                          order_world, plan_payload, rank_template, refuse_bfloat16,
+                          remaining_batches, select_batches, split_runs)
 
 # Columns added to every row (with_index=True): where the row comes from.
 INDEX_COLUMNS = ("sluice_epoch", "sluice_batch", "sluice_sample")
@@ -25,12 +26,13 @@ _BudgetActor = ray.remote(num_cpus=0)(BadBudget)
 
 def _read_batches(payload_ref: "ray.ObjectRef", epoch: int, batches: List[int], rank: int,
                   world_size: int, seed: Optional[int], threads: int,
-                  overrides: Dict[str, Any], with_index: bool,
+                  overrides: Dict[str, Any], with_index: bool, bf16_bits: bool,
                   budget: Optional["ray.actor.ActorHandle"]) -> Iterator[Any]:
     """One read task: a Sluice loader over `batches` of `epoch`, one block per
     batch. The C++ pipeline runs with the GIL released (loader.next). With a
     `budget` (a _BudgetActor), each batch's bad samples are counted there
-    first and an epoch over on_error.max_fraction fails the task."""
+    first and an epoch over on_error.max_fraction fails the task. bf16_bits:
+    bfloat16 fields become int16 columns of their bits (else refused)."""
     plan = materialize(ray.get(payload_ref))
     loader = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=threads,
                          relaxed_ordering=False, **overrides)
@@ -47,7 +49,9 @@ def _read_batches(payload_ref: "ray.ObjectRef", epoch: int, batches: List[int], 
                 raise_overrun(overrun)
         # Copies out of the loader's pool buffer: the block outlives it (Ray
         # Data may hold several blocks of a task before storing them).
-        cols = {name: np.array(t, copy=True) for name, t in batch.items()}
+        cols, bf16 = host_arrays(batch, copy=True)
+        if not bf16_bits:
+            refuse_bfloat16(bf16, "sluice.ray.SluiceDatasource")
         if with_index:
             t = next(iter(batch.values()))
             n = loader.batch_size
@@ -73,14 +77,23 @@ class SluiceDatasource(Datasource):
     DeliveryTracker.state_dict()): only the batches it has not delivered are
     read. rank/world_size: which Sluice rank's view of the epoch (default the
     whole epoch, rank 0 of 1). threads: loader threads per read task (Ray Data
-    reserves one CPU per read task by default)."""
+    reserves one CPU per read task by default). bfloat16: what to do with
+    bfloat16 fields, which numpy (and so a Ray Data block) has no type for:
+    "error" (default: UnsupportedError here, naming the fixes) or "bits" (an
+    int16 column of each value's bits: torch.from_numpy(col).view(
+    torch.bfloat16) gives the values)."""
 
     def __init__(self, plan: "sluice.Plan", epoch: int = 0,
                  state: Optional[Mapping[str, Any]] = None, rank: int = 0, world_size: int = 1,
                  seed: Optional[int] = None, threads: int = 1, with_index: bool = True,
-                 **overrides: Any) -> None:
+                 bfloat16: str = "error", **overrides: Any) -> None:
         super().__init__()
         check_read_args(epoch, threads, overrides, seed)
+        if bfloat16 not in ("error", "bits"):
+            sluice._sluice.raise_error(
+                "invalid_argument", "bfloat16 must be \"error\" or \"bits\", got %r" % (bfloat16,))
+        if bfloat16 == "error":
+            refuse_bfloat16(bfloat16_fields(plan), "sluice.ray.SluiceDatasource")
         probe = plan.loader(rank=rank, world_size=world_size, seed=seed, threads=1, prefetch=1,
                             relaxed_ordering=True)
         self._batch_size = probe.batch_size
@@ -109,7 +122,7 @@ class SluiceDatasource(Datasource):
             budget = _BudgetActor.remote(plan.output, self._batches_per_epoch * self._batch_size,
                                          dataset_size)
         self._args = (rank, world_size, seed, int(threads), dict(overrides), bool(with_index),
-                      budget)
+                      bfloat16 == "bits", budget)
 
     @property
     def epoch(self) -> int:

@@ -430,3 +430,38 @@ def test_set_epoch_keeps_a_restored_position(sray, ray_mod, eval_plan):
         assert [b.index for b in loader] == list(range(len(want)))
     finally:
         loader.shutdown()
+
+
+def test_bfloat16_fields_travel_as_bits(sray, ray_mod, bf16_plan):
+    # numpy has no bfloat16: the actor's np.asarray raised UnsupportedError
+    # even with output="torch", and a read task's np.array did too.
+    torch = require_module("torch")
+    want = {}
+    for b in bf16_plan.loader(threads=1):
+        t = next(iter(b.values()))
+        want[t.batch_index] = {k: torch.from_dlpack(v).clone() for k, v in b.items()}
+        if len(want) == 3:
+            break
+    loader = sray.ActorLoader(bf16_plan, num_actors=1, output="torch")
+    try:
+        for k in range(3):
+            b = loader.next()
+            assert b.index == k and b["image"].dtype == torch.bfloat16
+            for f in want[k]:
+                assert torch.equal(b[f], want[k][f])
+    finally:
+        loader.shutdown()
+    with pytest.raises(sluice.UnsupportedError, match="`image` is bfloat16") as e:
+        sray.ActorLoader(bf16_plan, num_actors=1)
+    assert 'output="torch"' in e.value.hint
+    with pytest.raises(sluice.UnsupportedError, match="`image` is bfloat16"):
+        sray.SluiceDatasource(bf16_plan)
+    src = sray.SluiceDatasource(bf16_plan, bfloat16="bits")
+    src._todo = [0, 1, 2]  # three batches are enough
+    got = group_rows(ray_mod.data.read_datasource(src, override_num_blocks=1).iter_batches(
+        batch_size=None, batch_format="numpy"), ["image", "label"])
+    assert sorted(got) == [0, 1, 2]
+    for k in got:
+        assert got[k]["image"].dtype == np.int16
+        image = torch.from_numpy(got[k]["image"]).view(torch.bfloat16)
+        assert torch.equal(image, want[k]["image"])
