@@ -1,17 +1,24 @@
 #include "compiler/codegen/codegen.h"
 
 #include <Halide.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "compiler/codegen/chain_pipeline.h"
 #include "compiler/codegen/gpu_batch_pipeline.h"
 #include "ops/fusion/kernel_abi.h"
+#include "ops/fusion/plan_format.h"
 #include "ops/fusion/sample_args.h"
 
 namespace sluice {
@@ -275,12 +282,22 @@ Result<std::string> CompileCudaShim(const CodegenOptions& options, const fs::pat
   return shim_obj;
 }
 
+// Flushes the file at `path` to disk; 0 or an errno.
+int SyncFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int err = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
 // Links the archives, the runtime and the shim (if any) into LIB, written
-// whole or not at all (through LIB.tmp and a rename).
-Status LinkKernelLibrary(const CodegenOptions& options, const std::string& lib,
-                         const std::vector<std::string>& archives, const std::string& runtime_obj,
-                         const std::string& shim_obj) {
-  const std::string tmp_lib = lib + ".tmp";
+// whole or not at all: linked to WORK/kernels.so (WORK is this build's own
+// directory, beside LIB), fsynced, renamed over LIB.
+Status LinkKernelLibrary(const CodegenOptions& options, const fs::path& work,
+                         const std::string& lib, const std::vector<std::string>& archives,
+                         const std::string& runtime_obj, const std::string& shim_obj) {
+  const std::string tmp_lib = (work / plan_format::kKernelsFile).string();
   std::string cmd = Quote(options.cxx) + " -shared -o " + Quote(tmp_lib) + " -Wl,--whole-archive";
   for (const std::string& a : archives) cmd += " " + Quote(a);
   cmd += " -Wl,--no-whole-archive " + Quote(runtime_obj);
@@ -290,11 +307,40 @@ Status LinkKernelLibrary(const CodegenOptions& options, const std::string& lib,
   if (rc != 0) {
     return MakeError(ErrorCode::kInternal, "linking kernels.so failed: " + cmd + "\n" + output);
   }
-  std::error_code ec;
-  fs::rename(tmp_lib, lib, ec);
-  if (ec) return MakeError(ErrorCode::kIo, "cannot write " + lib + ": " + ec.message());
+  if (const int err = SyncFile(tmp_lib); err != 0) {
+    return MakeError(ErrorCode::kIo, "cannot sync " + tmp_lib + ": " + std::strerror(err));
+  }
+  if (::rename(tmp_lib.c_str(), lib.c_str()) != 0) {
+    return MakeError(ErrorCode::kIo, "cannot write " + lib + ": " + std::strerror(errno));
+  }
   return Ok();
 }
+
+// This build's own directory for intermediate files, DIR/kernels.build.XXXXXX
+// (unique, so concurrent builds into one DIR never share a file), removed
+// with everything in it when the build returns, whether it succeeded or not.
+class WorkDir {
+ public:
+  static Result<WorkDir> Create(const fs::path& dir) {
+    std::string name = (dir / "kernels.build.XXXXXX").string();
+    if (::mkdtemp(name.data()) == nullptr) {
+      return MakeError(ErrorCode::kIo, "cannot create a build directory in " + dir.string() + ": " +
+                                           std::strerror(errno));
+    }
+    return WorkDir(name);
+  }
+  WorkDir(WorkDir&& other) noexcept : path_(std::exchange(other.path_, fs::path())) {}
+  WorkDir& operator=(WorkDir&&) = delete;
+  ~WorkDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  explicit WorkDir(fs::path path) : path_(std::move(path)) {}
+  fs::path path_;
+};
 
 }  // namespace
 
@@ -307,9 +353,10 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   const fs::path dir = fs::absolute(out_dir, ec);
-  const fs::path work = dir / "kernels.build";
-  fs::create_directories(work, ec);
-  if (ec) return MakeError(ErrorCode::kIo, "cannot create " + work.string() + ": " + ec.message());
+  if (ec) return MakeError(ErrorCode::kIo, "cannot create " + out_dir + ": " + ec.message());
+  auto work_dir = WorkDir::Create(dir);
+  if (!work_dir) return std::unexpected(work_dir.error());
+  const fs::path& work = work_dir->path();
 
   KernelArtifact art;
   art.cpu_targets = options.cpu_targets;
@@ -338,9 +385,8 @@ Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
     if (!shim) return std::unexpected(shim.error());
     shim_obj = std::move(*shim);
   }
-  const std::string lib = (dir / "kernels.so").string();
-  SLUICE_RETURN_IF_ERROR(LinkKernelLibrary(options, lib, archives, runtime_obj, shim_obj));
-  fs::remove_all(work, ec);
+  const std::string lib = (dir / plan_format::kKernelsFile).string();
+  SLUICE_RETURN_IF_ERROR(LinkKernelLibrary(options, work, lib, archives, runtime_obj, shim_obj));
   art.library = lib;
   return art;
 }

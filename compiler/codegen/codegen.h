@@ -9,6 +9,15 @@
 // compiler. The kernels' C ABI is ops/fusion/kernel_abi.h; their per-sample
 // arguments come from ComputeSampleArgs (ops/fusion/sample_args.h).
 //
+// Files: intermediate files go to a fresh directory of this call's own,
+// out_dir/kernels.build.XXXXXX, removed (with everything in it) when the call
+// returns, whether it succeeded or not; kernels.so is linked there, fsynced and
+// renamed over out_dir/kernels.so, so out_dir/kernels.so is always a whole
+// library. Calls into one out_dir from several processes therefore never share
+// a file (the last rename wins); to keep kernels.so and plan.json in step, the
+// compile driver builds a whole plan in a directory of its own and swaps it in
+// (compiler/driver/plan_output.h).
+//
 // Thread safety: CompileKernels may be called from one thread at a time (Halide's
 // compiler has global state). Nothing is cached between calls.
 #pragma once
@@ -34,10 +43,10 @@ struct CodegenOptions {
 };
 
 struct KernelArtifact {
-  std::string library;                    // absolute path of kernels.so
-  std::vector<std::string> cpu_targets;   // as built
-  std::string cuda_target;                // empty when CUDA kernels were not built
-  std::string cuda_note;                  // why not, when cuda was requested but not built
+  std::string library;                   // absolute path of kernels.so
+  std::vector<std::string> cpu_targets;  // as built
+  std::string cuda_target;               // empty when CUDA kernels were not built
+  std::string cuda_note;                 // why not, when cuda was requested but not built
   struct Kernel {
     std::string symbol;       // CPU multitarget entry
     std::string cuda_symbol;  // empty without CUDA
@@ -49,8 +58,8 @@ struct KernelArtifact {
     std::string gpu_batch_symbol;
     TensorType staging;  // uint8 HWC staging image; meaningful only with gpu_batch_symbol
   };
-  std::vector<Kernel> kernels;            // one per chain, same order
-  std::vector<std::string> arg_names;     // the scalar argument layout (kernel_abi.h)
+  std::vector<Kernel> kernels;         // one per chain, same order
+  std::vector<std::string> arg_names;  // the scalar argument layout (kernel_abi.h)
 };
 
 // With CUDA built, kernels.so also contains a small shim (sluice_cuda_set_context,
@@ -63,7 +72,8 @@ struct KernelArtifact {
 bool HalideHasCuda();
 
 // Errors: kUnsupported (a chain not in fusable form, see CheckFusable),
-// kInvalidArgument (bad/duplicate symbol), kIo (out_dir not writable), kInternal
+// kInvalidArgument (bad/duplicate symbol), kIo (out_dir not writable; nothing
+// in it is changed then, nor on any other error), kInternal
 // (Halide or the linker failed; the message has their output).
 Result<KernelArtifact> CompileKernels(const std::vector<FusedChain>& chains,
                                       const std::string& out_dir, const CodegenOptions& options);

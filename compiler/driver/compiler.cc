@@ -9,6 +9,7 @@
 #include "compiler/codegen/codegen.h"
 #include "compiler/cost/cost_model.h"
 #include "compiler/driver/compilation_internal.h"
+#include "compiler/driver/plan_output.h"
 #include "compiler/passes/fused_chains.h"
 #include "compiler/passes/pass.h"
 #include "compiler/plan/plan_writer.h"
@@ -105,32 +106,31 @@ Status Compilation::WritePlan(const std::string& out_dir) {
                      "cannot write a plan after stopping at pass " + c.stopped_after,
                      "a plan needs every pass");
   }
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
-    return MakeError(ErrorCode::kInvalidArgument, "`" + out_dir + "` exists and is not a directory",
-                     "a plan is a directory; pick another name for -o");
-  }
-  fs::create_directories(out_dir, ec);
-  if (ec) {
-    return MakeError(ErrorCode::kIo, "cannot create `" + out_dir + "`: " + ec.message());
-  }
+  // Built whole in a staging directory beside out_dir, then swapped in
+  // (plan_output.h): concurrent compiles into one out_dir never share a file,
+  // and a failed compile leaves out_dir as it was.
+  auto staged = StagedPlanDir::Create(out_dir);
+  if (!staged) return std::unexpected(staged.error());
+  const std::string& dir = staged->path();
   std::vector<FusedChain> chains = BuildFusedChains(c.graph);
-  auto artifact = CompileKernels(chains, out_dir, ToCodegenOptions(c.options.codegen));
+  auto artifact = CompileKernels(chains, dir, ToCodegenOptions(c.options.codegen));
   if (!artifact) return std::unexpected(artifact.error());
   KernelRecord record = ToKernelRecord(*artifact);
-  const std::string so = (fs::path(out_dir) / plan_format::kKernelsFile).string();
+  namespace fs = std::filesystem;
+  const std::string so = (fs::path(dir) / plan_format::kKernelsFile).string();
   auto hash = plan_format::HashFile(so);
   if (!hash) {
     return MakeError(ErrorCode::kInternal, "the code generator did not leave " +
                                                std::string(plan_format::kKernelsFile) + " in `" +
-                                               out_dir + "`: " + hash.error().message);
+                                               dir + "`: " + hash.error().message);
   }
   record.hash = *hash;
+  std::error_code ec;
   record.bytes = static_cast<int64_t>(fs::file_size(so, ec));
   auto report =
-      sluice::WritePlan(c.graph, c.spec_text, record, out_dir, c.profile ? &*c.profile : nullptr);
+      sluice::WritePlan(c.graph, c.spec_text, record, dir, c.profile ? &*c.profile : nullptr);
   if (!report) return std::unexpected(report.error());
+  SLUICE_RETURN_IF_ERROR(staged->Commit());
   c.report = std::move(*report);
   return Ok();
 }
