@@ -21,13 +21,6 @@ from . import _sluice
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _check(result: Dict[str, Any]) -> Dict[str, Any]:
-    if "error" in result:
-        e = result["error"]
-        _sluice.raise_error(e["code"], e["message"], e["hint"])
-    return result
-
-
 def profile(
     out: Optional[PathLike] = None,
     data: Optional[PathLike] = None,
@@ -43,13 +36,11 @@ def profile(
     (default 20)."""
     if seconds is not None and not (0 < float(seconds) <= 600):
         _sluice.raise_error("invalid_argument", f"seconds must be in (0, 600], got {seconds}")
-    result = _check(
-        _sluice.profile_machine(
-            os.fspath(data) if data is not None else "",
-            machine or "",
-            float(seconds) if seconds is not None else 20.0,
-            int(max_files),
-        )
+    result = _sluice.profile_machine(
+        os.fspath(data) if data is not None else "",
+        machine or "",
+        float(seconds) if seconds is not None else 20.0,
+        int(max_files),
     )
     if out is None:
         return result["profile"]
@@ -96,15 +87,13 @@ def tune(
     else:
         path = os.fspath(plan)
     bound.update(_vars_dict(vars))
-    result = _check(
-        _sluice.tune_plan(
-            path,
-            bound,
-            os.fspath(profile),
-            _positive("cpu_budget", cpu_budget) if cpu_budget is not None else -1,
-            _positive("memory_budget", memory_budget) if memory_budget is not None else -1,
-            float(seconds) if seconds is not None else -1.0,
-        )
+    result = _sluice.tune_plan(
+        path,
+        bound,
+        os.fspath(profile),
+        _positive("cpu_budget", cpu_budget) if cpu_budget is not None else -1,
+        _positive("memory_budget", memory_budget) if memory_budget is not None else -1,
+        float(seconds) if seconds is not None else -1.0,
     )
     if isinstance(plan, Plan):
         plan._core = None  # reload plan.json (the tuned knobs) on next use

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "python/src/error_dict.h"
+#include "python/src/errors.h"
 
 namespace py = pybind11;
 
@@ -78,17 +78,17 @@ void BindState(py::module_& m) {
         std::vector<LoaderState> parsed;
         for (const py::handle& h : states) {
           auto s = StateFromDict(h.cast<py::dict>());
-          if (!s) return ErrorDict(s.error());
+          if (!s) RaiseError(s.error());
           parsed.push_back(std::move(*s));
         }
         auto merged = MergeStates(parsed);
-        if (!merged) return ErrorDict(merged.error());
+        if (!merged) RaiseError(merged.error());
         return StateToDict(*merged);
       },
       py::arg("states"));
   m.def("local_rank", []() -> py::object {
     auto r = LocalRankFromEnvironment();
-    if (!r) return ErrorDict(r.error());
+    if (!r) RaiseError(r.error());
     return py::int_(*r);
   });
 }

@@ -16,7 +16,8 @@ pybind11::dict StateToDict(const LoaderState& s);
 // Errors (kInvalidArgument): a required key missing (epoch, position,
 // spec_hash, samples, batch_size), or a value of the wrong type.
 Result<LoaderState> StateFromDict(const pybind11::dict& d);
-// merge_states(list of dicts) -> dict or {"error": ...}; local_rank().
+// merge_states(list of dicts) -> dict and local_rank(); their errors are
+// raised through RaiseError (errors.h).
 void BindState(pybind11::module_& m);
 
 }  // namespace sluice::python

@@ -1,9 +1,9 @@
 // Bindings for `sluice.profile` and `Plan.tune` (python/sluice/tuning.py):
 // the machine profiler (with the compiler's kernel probes) and the autotuner.
 //
-// Errors are returned as {"error": {"code", "message", "hint"}} and raised by
-// the Python layer through _sluice.raise_error, the module's one conversion
-// point. The GIL is released while measuring.
+// Errors are raised through RaiseError (errors.h), so they keep their file,
+// line and column (a malformed hardware profile names its line). The GIL is
+// released while measuring.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -12,7 +12,7 @@
 
 #include "common/hardware_profile.h"
 #include "compiler/driver/profile_probes.h"
-#include "python/src/error_dict.h"
+#include "python/src/errors.h"
 #include "runtime/device/gpu_probe.h"
 #include "runtime/profile/machine_profiler.h"
 #include "runtime/tune/autotuner.h"
@@ -101,7 +101,7 @@ void BindTuning(py::module_& m) {
             }
           }
         }
-        if (!profile) return ErrorDict(profile.error());
+        if (!profile) RaiseError(profile.error());
         py::dict out;
         out["profile"] = ProfileDict(*profile);
         out["yaml"] = HardwareProfileToYaml(*profile);
@@ -109,16 +109,16 @@ void BindTuning(py::module_& m) {
       },
       py::arg("data") = "", py::arg("machine") = "", py::arg("seconds") = 20.0,
       py::arg("max_files") = 256,
-      "Measures this machine; returns {'profile': dict, 'yaml': text} or {'error': ...}.");
+      "Measures this machine; returns {'profile': dict, 'yaml': text}.");
 
   m.def(
       "tune_plan",
       [](const std::string& plan_path, const PlanVars& vars, const std::string& profile_path,
          int cpu_budget, int64_t memory_budget, double seconds) {
         auto profile = LoadHardwareProfile(profile_path);
-        if (!profile) return ErrorDict(profile.error());
+        if (!profile) RaiseError(profile.error());
         auto plan = Plan::Load(plan_path, vars);
-        if (!plan) return ErrorDict(plan.error());
+        if (!plan) RaiseError(plan.error());
         runtime::TuneOptions o;
         o.cpu_budget = cpu_budget;
         o.memory_budget = memory_budget;
@@ -130,8 +130,8 @@ void BindTuning(py::module_& m) {
           result = runtime::Autotune(*plan, *profile, o);
           if (result) written = runtime::WriteTunedKnobs(plan_path, *result, profile->machine);
         }
-        if (!result) return ErrorDict(result.error());
-        if (!written) return ErrorDict(written.error());
+        if (!result) RaiseError(result.error());
+        Check(written);
         py::dict out = KnobsDict(result->best);
         out["cpu_budget"] = result->cpu_budget;
         out["memory_budget"] = result->memory_budget > 0
@@ -155,8 +155,7 @@ void BindTuning(py::module_& m) {
       },
       py::arg("plan"), py::arg("vars"), py::arg("profile"), py::arg("cpu_budget") = -1,
       py::arg("memory_budget") = -1, py::arg("seconds") = -1.0,
-      "Tunes the plan's loader knobs and writes them into plan.json; returns the result or "
-      "{'error': ...}.");
+      "Tunes the plan's loader knobs and writes them into plan.json; returns the result.");
 }
 
 }  // namespace sluice::python

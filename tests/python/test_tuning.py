@@ -72,6 +72,28 @@ def test_tune_missing_profile_raises(train_plan):
         train_plan.tune("/nonexistent/hw.yaml", seconds=2)
 
 
+def test_tune_malformed_profile_names_its_line(tmp_path, train_plan):
+    # The error crossed the binding as a {"error": ...} dict and lost its
+    # location: file "", line 0, and the position only inside the message.
+    path = str(tmp_path / "hw.yaml")
+    with open(path, "w") as f:
+        f.write('format_version: 1\nmachine: "x"\ncpu:\n  cores: many\n')
+    with pytest.raises(sluice.SpecError) as e:
+        train_plan.tune(path, seconds=2)
+    err = e.value
+    assert (err.file, err.line, err.column) == (path, 4, 10)
+    assert err.message == "`cpu.cores` must be an integer, got `many`"
+    assert str(err).startswith(path + ":4:10: error: ")
+    assert [(d.file, d.line, d.column) for d in err.diagnostics] == [(path, 4, 10)]
+
+
+def test_merge_states_errors_are_sluice_errors():
+    # merge_states / local_rank errors take the same path (no error dicts).
+    with pytest.raises(sluice.InvalidArgumentError, match="no `position`") as e:
+        sluice.merge_states([{"epoch": 0}])
+    assert e.value.diagnostics and e.value.diagnostics[0].code == "invalid_argument"
+
+
 def test_tune_searches_within_a_two_core_budget(tmp_root, train_plan_dir, dataset, hw_profile):
     plan_dir = os.path.join(tmp_root, "tuned2.plan")
     shutil.rmtree(plan_dir, ignore_errors=True)
