@@ -147,11 +147,11 @@ Status GpuStage::LaunchKernel(const FieldLayout& f, size_t field, cuda::CUdevice
   out.type = HalideElementType(ot.dtype);
   out.dimensions = 4;
   out.dim = out_dims;
+  ClearHalideError();  // so that a failure reports this call's Halide message
   const int rc = batch_fn_[field](&in, &out);
   if (rc != 0) {
-    return MakeError(ErrorCode::kInternal, "GPU batch kernel of field `" + f.name +
-                                               "` failed with Halide error code " +
-                                               std::to_string(rc));
+    return MakeError(ErrorCode::kInternal,
+                     HalideFailure("GPU batch kernel of field `" + f.name + "`", rc));
   }
   return Ok();
 }
