@@ -27,8 +27,9 @@ std::unexpected<Error> NotADirectory(const std::string& path) {
                    "a plan is a directory; pick another name for -o");
 }
 
-// The files of a plan, in the order a file-by-file replacement renames them:
-// kernels.so first, so that a plan.json is never newer than its kernels.so.
+// The files of a plan, in the order a file-by-file replacement renames them.
+// Between the renames a reader may find the new kernels.so beside the old
+// plan.json: the plan.json hash check (Plan::Load, `sluice verify`) reports it.
 constexpr const char* kPlanFiles[] = {pf::kKernelsFile, pf::kPlanFile, pf::kReportFile};
 
 // The staging directory's name inside the plan directory, when the plan is
