@@ -175,12 +175,14 @@ std::string ShardCache::KeyOf(std::string_view url) {
   return out;
 }
 
-std::string ShardCache::EntryName(const std::string& key) {
-  return Sha256Hex(KeyOf(key)).substr(0, 32) + std::string(kEntrySuffix);
+std::string ShardCache::EntryName(const std::string& key, const std::string& version) {
+  std::string name = Sha256Hex(KeyOf(key)).substr(0, shard_cache_internal::kKeyHashDigits);
+  if (!version.empty()) name += "-" + Sha256Hex(version).substr(0, 16);
+  return name + std::string(kEntrySuffix);
 }
 
 std::string ShardCache::KeyLockName(const std::string& key) {
-  return Sha256Hex(KeyOf(key)).substr(0, 32) + ".lock";
+  return Sha256Hex(KeyOf(key)).substr(0, shard_cache_internal::kKeyHashDigits) + ".lock";
 }
 
 int ShardCache::FlockWithin(int fd, int op, double wait_s) const {
@@ -300,8 +302,9 @@ Result<CachedShard> ShardCache::OpenEntry(const std::string& name, uint64_t size
   return held;
 }
 Result<CachedShard> ShardCache::Acquire(const std::string& key, uint64_t expected_size,
-                                        const std::string& expected_sha256, const Fetch& fetch) {
-  const std::string name = EntryName(key);
+                                        const std::string& expected_sha256, const Fetch& fetch,
+                                        const std::string& version) {
+  const std::string name = EntryName(key, version);
   bool found = false;
   auto held = OpenEntry(name, expected_size, &found);
   if (!held || found) {
@@ -356,7 +359,8 @@ ShardCacheStats ShardCache::stats() const {
                          checksum_failures_.load(),
                          passthrough_.load(),
                          lock_timeouts_.load(),
-                         no_space_.load()};
+                         no_space_.load(),
+                         stale_removed_.load()};
 }
 
 }  // namespace sluice::runtime::remote

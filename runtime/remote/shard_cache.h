@@ -6,7 +6,10 @@
 //   HASH.shard            a complete, verified shard (HASH = the first 32 hex
 //                         digits of SHA-256 of the key: the shard's URL without
 //                         its authentication, KeyOf; a URL or its query is never
-//                         used as a path)
+//                         used as a path) whose server gave no version
+//   HASH-VER.shard        the same for the shard's version (ObjectInfo::version:
+//                         ETag, Last-Modified, mtime), VER = the first 16 hex
+//                         digits of SHA-256 of the version
 //   HASH.lock             per-key download lock (empty; flock)
 //   .partial-PID-TAG-N    a download in progress (never under the final name;
 //                         TAG is random per ShardCache, PID for people only)
@@ -24,9 +27,10 @@
 //    same room). Room is made by evicting the least recently used entries
 //    (recency = the entry's mtime, set at every hit) that no process holds.
 //  - A held entry (a live CachedShard in any process: flock LOCK_SH) is never
-//    evicted. If the room cannot be made because held entries fill the
-//    budget, or the shard alone is larger than max_bytes, the shard is
-//    downloaded into an unlinked file that no other process sees (a
+//    evicted (one of an old version is removed, see below). If the room
+//    cannot be made because held entries fill the budget, or the shard alone
+//    is larger than max_bytes, the shard is downloaded into an unlinked file
+//    that no other process sees (a
 //    pass-through: read once, never kept; counted in stats.passthrough).
 //  - Partial files left by a process that died are removed by the next Open
 //    or eviction in any process. A downloader holds flock LOCK_EX on its
@@ -45,6 +49,16 @@
 //    already there: every miss is a pass-through (one warning).
 //  - Hits trust the cached bytes (they were verified when written); an entry
 //    whose size no longer matches the expected size is replaced.
+//  - An entry belongs to a (key, version): a shard replaced on its server by
+//    one of the same size (a new version) is a miss, downloaded anew, and
+//    that download, when kept, removes the key's entries of other versions
+//    (under the directory lock, while the key's download lock is held:
+//    counted in stats.stale_removed). They are removed even when held: a holder reads on
+//    through its descriptor (the bytes of the version it indexed), and the
+//    file's space, out of the budget from then on, is freed when it closes.
+//    Without a version (a server that sends neither ETag nor Last-Modified)
+//    only the size tells versions apart: a shard replaced by one of the same
+//    size is served from its cached copy until evicted.
 //  - Waits for other processes are bounded: a lock (another process's
 //    download of the same key, or the directory lock) still held after
 //    lock_wait_s makes the shard a pass-through download (counted in
@@ -82,6 +96,8 @@ struct ShardCacheStats {
   uint64_t lock_timeouts = 0;      // waits for another process past lock_wait_s
   uint64_t no_space = 0;           // shards read past the cache because its disk refused their
                                    // file (ENOSPC, EDQUOT, EFBIG, EROFS); also in passthrough
+  uint64_t stale_removed = 0;      // entries of a shard's other version removed by this
+                                   // process when it downloaded the new one
 };
 
 // A shard held open for reading: the file stays readable through fd() for
@@ -134,14 +150,19 @@ class ShardCache {
   using Fetch = std::function<Status(const ObjectStore::Sink& sink)>;
 
   // The shard `key` (its URL; entries are shared by the URLs with the same
-  // KeyOf), from the cache or downloaded through `fetch`
-  // into it. expected_size is the shard's size in bytes; expected_sha256 its
-  // lower-case hex SHA-256, or "" to check the size only. Thread-safe and
+  // KeyOf) at `version` (ObjectInfo::version, "" when the server gave none),
+  // from the cache or downloaded through `fetch` into it; a download removes
+  // the key's entries of other versions (see the file comment).
+  // expected_size is the shard's size in bytes; expected_sha256 its
+  // lower-case hex SHA-256, or "" to check the size only. The fetch is
+  // trusted to stream `version` (a shard replaced again meanwhile is kept
+  // under the version asked for). Thread-safe and
   // process-safe (see the file comment). Errors: kCorruptData naming the key
   // when the bytes fetched do not match the size or checksum (nothing is
   // kept); the fetch's own error; kIo for local file errors.
   Result<CachedShard> Acquire(const std::string& key, uint64_t expected_size,
-                              const std::string& expected_sha256, const Fetch& fetch);
+                              const std::string& expected_sha256, const Fetch& fetch,
+                              const std::string& version = "");
 
   // Bytes of entries and partial downloads in the directory now (all
   // processes; exact: read under the directory lock).
@@ -161,9 +182,10 @@ class ShardCache {
   // select the content). Other URLs as they are.
   static std::string KeyOf(std::string_view url);
 
-  // The entry file name for `key` (HASH.shard, HASH of KeyOf(key)), and its
-  // download lock's (HASH.lock). For tests and tools.
-  static std::string EntryName(const std::string& key);
+  // The entry file name for `key` at `version` (HASH.shard, HASH of
+  // KeyOf(key), or HASH-VER.shard; see the file comment), and the key's
+  // download lock's (HASH.lock, one for all versions). For tests and tools.
+  static std::string EntryName(const std::string& key, const std::string& version = "");
   static std::string KeyLockName(const std::string& key);
 
   // Tests only: every later space reservation (posix_fallocate) in any
@@ -176,13 +198,14 @@ class ShardCache {
 
  private:
   ShardCache(std::string dir, uint64_t max_bytes, double lock_wait_s);
-  // Opens and pins HASH.shard when it exists with `size` bytes; an empty
+  // Opens and pins entry `name` when it exists with `size` bytes; an empty
   // result when it does not (or was replaced while pinning).
   Result<CachedShard> OpenEntry(const std::string& name, uint64_t size, bool* found);
-  // Under the directory lock: evicts until `need` more bytes fit, then
-  // creates a partial file reserving them. Returns its descriptor and name,
-  // or fd -1 when the room cannot be made (pass-through).
-  Status ReserveAndCreate(uint64_t need, int* fd, std::string* partial);
+  // Under the directory lock: removes the entries of the other versions of
+  // entry `name`'s key, evicts until `need` more bytes fit, then creates a
+  // partial file reserving them. Returns its descriptor and name, or fd -1
+  // when the room cannot be made (pass-through).
+  Status ReserveAndCreate(const std::string& name, uint64_t need, int* fd, std::string* partial);
   // Creates, locks (LOCK_EX) and reserves a partial file of `need` bytes;
   // fd -1 when the disk refuses the space (counted, warned once).
   Status CreatePartial(uint64_t need, int* fd, std::string* partial);
@@ -221,7 +244,7 @@ class ShardCache {
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> space_warned_{false};
   std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_written_{0}, evictions_{0},
-      checksum_failures_{0}, passthrough_{0}, no_space_{0};
+      checksum_failures_{0}, passthrough_{0}, no_space_{0}, stale_removed_{0};
   mutable std::atomic<uint64_t> lock_timeouts_{0};
   // Lock paths whose last wait timed out (tried without waiting until got).
   mutable std::mutex held_mutex_;

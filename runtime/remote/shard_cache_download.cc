@@ -116,7 +116,8 @@ void ShardCache::FailDiskWritesForTest(int err, uint64_t from) {
   fail_disk_writes.store(err);
 }
 
-Status ShardCache::ReserveAndCreate(uint64_t need, int* fd, std::string* partial) {
+Status ShardCache::ReserveAndCreate(const std::string& name, uint64_t need, int* fd,
+                                    std::string* partial) {
   *fd = -1;
   if (need > max_bytes_) return {};
   auto lock = Lock(dir_ + "/.lock");
@@ -125,6 +126,16 @@ Status ShardCache::ReserveAndCreate(uint64_t need, int* fd, std::string* partial
   uint64_t used = 0;
   auto entries = ScanDir(dir_, &used, /*clean_partials=*/true);
   if (!entries) return std::unexpected(entries.error());
+  // The key's other versions go first, held or not: no lookup of this
+  // version finds them, and a holder keeps its descriptor (POSIX unlink).
+  // Under the directory lock, so no scan counts them after this one, and
+  // under the key's download lock, so no process renames one into place.
+  std::erase_if(*entries, [&](const DirEntry& e) {
+    if (!shard_cache_internal::IsOtherVersion(e.name, name)) return false;
+    if (::unlink((dir_ + "/" + e.name).c_str()) != 0) return false;
+    stale_removed_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  });
   for (const DirEntry& e : *entries) used += e.size;
   if (used + need > max_bytes_) {
     std::sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) {
@@ -287,7 +298,7 @@ Result<CachedShard> ShardCache::Download(const std::string& key, const std::stri
                                          const Fetch& fetch, bool keep) {
   int fd = -1;
   std::string partial;
-  if (auto st = keep ? ReserveAndCreate(expected_size, &fd, &partial) : Status{}; !st) {
+  if (auto st = keep ? ReserveAndCreate(name, expected_size, &fd, &partial) : Status{}; !st) {
     return std::unexpected(st.error());
   }
   DownloadTarget t;

@@ -22,6 +22,17 @@ namespace shard_cache_internal {
 
 inline constexpr std::string_view kEntrySuffix = ".shard";
 inline constexpr std::string_view kPartialPrefix = ".partial-";
+// Hex digits of the key's hash that start its entries' and lock's names.
+inline constexpr size_t kKeyHashDigits = 32;
+
+// True when `entry` is an entry of the same key as entry `name` at another
+// version (or without one): HASH.shard and HASH-VER.shard share HASH.
+inline bool IsOtherVersion(std::string_view entry, std::string_view name) {
+  return entry != name && entry.size() > kKeyHashDigits && name.size() > kKeyHashDigits &&
+         entry.substr(0, kKeyHashDigits) == name.substr(0, kKeyHashDigits) &&
+         (entry[kKeyHashDigits] == '.' || entry[kKeyHashDigits] == '-') &&
+         entry.ends_with(kEntrySuffix);
+}
 
 // What a wait returns once the cache is cancelled (the loader shutting down).
 inline std::unexpected<Error> CancelledError() {

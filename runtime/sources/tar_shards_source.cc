@@ -381,7 +381,7 @@ Result<std::unique_ptr<TarShardSource>> TarShardSource::OpenRemoteUnscrubbed(
     const std::string& url = (*objects)[i].url;
     auto sha = checksums.find(tar::UrlWithoutQuery(url));
     shards.push_back({url, (*objects)[i].size, src->shards_[i].start,
-                      sha == checksums.end() ? std::string() : sha->second});
+                      sha == checksums.end() ? std::string() : sha->second, (*objects)[i].version});
   }
   src->reader_ = std::make_unique<tar::RemoteShardReader>(std::move(store), std::move(shards),
                                                           src->size_, read);

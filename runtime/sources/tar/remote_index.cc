@@ -162,7 +162,7 @@ Result<std::vector<SampleRecord>> ScanCachedShard(ObjectStore& store, const Obje
   }
   auto held = through.cache->Acquire(
       shard.url, shard.size, sha256,
-      [&](const ObjectStore::Sink& sink) { return store.Stream(shard.url, sink); });
+      [&](const ObjectStore::Sink& sink) { return store.Stream(shard.url, sink); }, shard.version);
   if (!held && held.error().code == ErrorCode::kCorruptData) {
     return ScanRemoteShard(store, shard, dir, mapping);
   }

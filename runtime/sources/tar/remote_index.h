@@ -32,9 +32,11 @@
 //  4. else each shard is streamed once (ObjectStore::Stream) to a temporary
 //     file in CACHE, scanned, and the index written to CACHE (one stderr line
 //     says so), else kept in memory. With a shard cache (ScanThrough), each
-//     shard is instead acquired through it: downloaded once, verified against
-//     the manifest's checksum when there is one, scanned from the cached
-//     file, and left there for the reads that follow.
+//     shard is instead acquired through it at its version (ObjectInfo::
+//     version: a replaced shard is not scanned from the old one's entry):
+//     downloaded once, verified against the manifest's checksum when there
+//     is one, scanned from the cached file, and left there for the reads
+//     that follow.
 #pragma once
 
 #include <string>

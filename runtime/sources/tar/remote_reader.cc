@@ -534,7 +534,8 @@ void RemoteShardReader::Fetch(const std::shared_ptr<Resident>& r) {
   if (options_.cache != nullptr) {
     auto held = options_.cache->Acquire(
         shard.url, shard.size, shard.sha256,
-        [&](const remote::ObjectStore::Sink& sink) { return store_->Stream(shard.url, sink); });
+        [&](const remote::ObjectStore::Sink& sink) { return store_->Stream(shard.url, sink); },
+        shard.version);
     std::lock_guard lock(mutex_);
     if (held) {
       r->cached.emplace(std::move(*held));

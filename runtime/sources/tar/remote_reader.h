@@ -106,6 +106,9 @@ class RemoteShardReader {
     // The manifest's SHA-256 of the whole shard (hex), or "" (for a shard
     // cache that verifies what it keeps).
     std::string sha256;
+    // ObjectInfo::version when the shards were resolved (a shard cache's
+    // entries belong to a version), or "".
+    std::string version;
   };
   const std::vector<Shard>& shards() const { return shards_; }
   RemoteShardReader(std::shared_ptr<remote::ObjectStore> store, std::vector<Shard> shards,

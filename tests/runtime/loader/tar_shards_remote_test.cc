@@ -136,6 +136,85 @@ TEST_F(TarShardsRemoteTest, AShardCacheIsFilledOnceThenServesEveryRead) {
   }
 }
 
+// Rewrites the label of every sample of the tar shard at `path` in place
+// (class c becomes c + 1 modulo 3, one digit for one digit): the same size,
+// other bytes.
+void RelabelInPlace(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  int relabelled = 0;
+  for (size_t at = 0; at + 512 <= bytes.size() && bytes[at] != '\0';) {
+    const std::string name = bytes.substr(at, bytes.find('\0', at) - at);
+    const size_t size = std::stoul(bytes.substr(at + 124, 12), nullptr, 8);
+    if (name.ends_with(".cls")) {
+      ASSERT_EQ(size, 1u) << name;
+      char& digit = bytes[at + 512];
+      digit = static_cast<char>('0' + (digit - '0' + 1) % 3);
+      ++relabelled;
+    }
+    at += 512 + (size + 511) / 512 * 512;
+  }
+  ASSERT_GT(relabelled, 0);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A shard replaced by one of the same size (a new version: its mtime, for
+// file://) is read anew, not from the shard cache's copy of the old one:
+// the index is rescanned from the new bytes and the batches carry them, and
+// the cache holds one entry per shard within max_bytes.
+TEST_F(TarShardsRemoteTest, AShardReplacedByOneOfTheSameSizeIsNotServedFromTheShardCache) {
+  ScopedDir copy("rtar_replaced");
+  ScopedDir relabelled("rtar_relabelled");
+  ScopedDir shard_cache("rtar_replaced_cache");
+  for (int k = 0; k < 3; ++k) {
+    const std::string name = "shard-00000" + std::to_string(k) + ".tar";
+    fs::copy_file(shards_->path() / name, copy.path() / name);
+    fs::copy_file(shards_->path() / name, relabelled.path() / name);
+  }
+  ASSERT_NO_FATAL_FAILURE(RelabelInPlace(relabelled.path() / "shard-000000.tar"));
+  const std::string local_plan = TarPlan("v-local.plan", "${DATA}", "shuffle");
+  Loader old_local = Make(local_plan, 2);
+  auto old_batches = ReadEpoch(old_local);
+  Loader new_local = MakeSingleRankLoader(local_plan, relabelled.path(), 2);
+  auto new_batches = ReadEpoch(new_local);
+  ASSERT_TRUE(old_batches.has_value() && new_batches.has_value());
+  ASSERT_FALSE(old_batches->batches == new_batches->batches);
+
+  const std::string url_plan =
+      TarPlan("v-url.plan", "file://" + copy.path().string() + "/shard-{000000..000002}.tar",
+              "shuffle", "fail", 1, shard_cache.path().string());
+  {
+    Loader url = Make(url_plan, 2);
+    auto got = ReadEpoch(url);
+    ASSERT_TRUE(got.has_value()) << got.error().ToString();
+    EXPECT_TRUE(got->batches == old_batches->batches);
+  }
+  const fs::path replaced = copy.path() / "shard-000000.tar";
+  const auto mtime = fs::last_write_time(replaced);
+  fs::copy_file(relabelled.path() / "shard-000000.tar", replaced,
+                fs::copy_options::overwrite_existing);
+  fs::last_write_time(replaced, mtime + std::chrono::seconds(5));
+  Loader url = Make(url_plan, 2);
+  auto got = ReadEpoch(url);
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  EXPECT_TRUE(got->batches == new_batches->batches);
+  EXPECT_EQ(url.Stats().cache_misses, 1u);  // the replaced shard, once
+  uint64_t entries = 0, bytes = 0;
+  for (const auto& e : fs::directory_iterator(shard_cache.path())) {
+    if (e.path().extension() != ".shard") continue;
+    ++entries;
+    bytes += fs::file_size(e.path());
+  }
+  EXPECT_EQ(entries, 3u);
+  EXPECT_LE(bytes, uint64_t{1} << 30);
+  uint64_t shard_bytes = 0;
+  for (const auto& e : fs::directory_iterator(copy.path())) {
+    if (e.path().extension() == ".tar") shard_bytes += fs::file_size(e.path());
+  }
+  EXPECT_EQ(bytes, shard_bytes);
+}
+
 // A cache whose directory lock another process holds and never releases (a
 // stopped rank, say) is waited for at most remote.deadline_s each time; the
 // shards are then read past the cache, and the batches are the same.
