@@ -366,14 +366,10 @@ def _delivered_until_error(batches):
     return n, None
 
 
-def test_max_fraction_counts_the_whole_epoch_over_actors(sray, ray_mod, tmp_path, dataset,
-                                                         train_plan_dir):
-    # 5 of 48 files bad under skip, max_fraction 0.1: 5 > 4.8 fails a local
-    # loader. Each of two actors (or read tasks) met only some of them and
-    # passed: the budget was per worker, not per epoch.
+def _five_bad_of_48(dataset, root):
+    """48 of the suite's JPEGs under root/class_0, 5 of them empty files."""
     from conftest import dataset_files
 
-    root = tmp_path / "bad"
     os.makedirs(root / "class_0")
     for i, src in enumerate(dataset_files(dataset)[:48]):
         dst = root / "class_0" / ("img_%03d.jpg" % i)
@@ -381,7 +377,15 @@ def test_max_fraction_counts_the_whole_epoch_over_actors(sray, ray_mod, tmp_path
             dst.write_bytes(b"")  # empty: a decode error
         else:
             dst.write_bytes(open(src, "rb").read())
-    plan = sluice.load(train_plan_dir, vars={"DATA": str(root)})
+    return str(root)
+
+
+def test_max_fraction_counts_the_whole_epoch_over_actors(sray, ray_mod, tmp_path, dataset,
+                                                         train_plan_dir):
+    # 5 of 48 files bad under skip, max_fraction 0.1: 5 > 4.8 fails a local
+    # loader. Each of two actors (or read tasks) met only some of them and
+    # passed: the budget was per worker, not per epoch.
+    plan = sluice.load(train_plan_dir, vars={"DATA": _five_bad_of_48(dataset, tmp_path / "bad")})
     local = plan.loader(threads=1)
     n_local, local_error = _delivered_until_error(local)
     assert local_error is not None
@@ -403,6 +407,40 @@ def test_max_fraction_counts_the_whole_epoch_over_actors(sray, ray_mod, tmp_path
     with pytest.raises(sluice.CorruptDataError, match="exceed on_error.max_fraction"):
         for _ in ds.iter_batches(batch_size=None):
             pass
+
+
+def _walk_with_errors(next_batch):
+    """One epoch of next_batch(): each batch's index, or for a batch whose
+    loader failed the bad file its error names."""
+    import re
+
+    out = []
+    while True:
+        try:
+            b = next_batch()
+        except sluice.CorruptDataError as e:
+            out.append(re.search(r"img_\d+\.jpg", str(e)).group(0))
+            continue
+        if b is None:
+            return out
+        out.append(b.index if hasattr(b, "index") else next(iter(b.values())).batch_index)
+
+
+def test_actor_loader_error_comes_in_its_batch_place(sray, ray_mod, tmp_path, dataset,
+                                                     eval_plan_dir):
+    # on_error: fail (batches 0, 1, 2 and 5 of 6 hold a bad file). The error
+    # of a batch reached the trainer when its actor returned it, ahead of the
+    # other actor's earlier batches, and the actor then lost count of its
+    # batches; now it comes in the batch's place, as from a local loader.
+    plan = sluice.load(eval_plan_dir, vars={"DATA": _five_bad_of_48(dataset, tmp_path / "bad")})
+    want = _walk_with_errors(plan.loader(threads=1).next)
+    assert any(isinstance(w, str) for w in want) and any(isinstance(w, int) for w in want)
+    loader = sray.ActorLoader(plan, num_actors=2, depth=3)
+    try:
+        assert _walk_with_errors(loader.next) == want
+        assert loader.state_dict() == plan.loader(threads=1, epoch=1).state_dict()
+    finally:
+        loader.shutdown()
 
 
 def test_set_epoch_keeps_a_restored_position(sray, ray_mod, eval_plan):
