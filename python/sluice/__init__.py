@@ -452,21 +452,13 @@ def merge_states(states: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     union of what each delivered. The result restores on any world size.
     Errors: InvalidArgumentError naming the mismatch (a rank missing or
     twice, another epoch or spec, complete states that differ)."""
-    result = _sluice.merge_states([dict(s) for s in states])
-    if "error" in result:
-        e = result["error"]
-        _sluice.raise_error(e["code"], e["message"], e["hint"])
-    return result
+    return _sluice.merge_states([dict(s) for s in states])
 
 
 def local_rank() -> int:
     """torchrun's LOCAL_RANK (the process's rank on its machine, for picking a
     device); 0 when unset. It does not change which samples a rank reads."""
-    result = _sluice.local_rank()
-    if isinstance(result, dict):
-        e = result["error"]
-        _sluice.raise_error(e["code"], e["message"], e["hint"])
-    return result
+    return _sluice.local_rank()
 
 
 from .tuning import profile, tune  # noqa: E402,F401  (sluice.profile, Plan.tune)
