@@ -189,16 +189,18 @@ inline std::vector<std::string> MakeDataset(const fs::path& dir, int n, int clas
 
 // A loader for rank 0 of a world of 1 with `threads` threads (every other
 // LoaderOptions field at its default) over the plan at `plan_path`, with
-// ${DATA} bound to `data`. Throws std::runtime_error with the error's text
-// when the plan does not load or the loader cannot be created.
-inline Loader MakeSingleRankLoader(const std::string& plan_path, const fs::path& data,
-                                   int threads) {
+// ${DATA} bound to `data`, tracing into `trace_path` from Create when it is
+// not empty. Throws std::runtime_error with the error's text when the plan
+// does not load or the loader cannot be created.
+inline Loader MakeSingleRankLoader(const std::string& plan_path, const fs::path& data, int threads,
+                                   const fs::path& trace_path = {}) {
   auto plan = Plan::Load(plan_path, {{"DATA", data.string()}});
   if (!plan) throw std::runtime_error(plan.error().ToString());
   LoaderOptions o;
   o.threads = threads;
   o.rank = 0;
   o.world_size = 1;
+  o.trace_path = trace_path.string();
   auto loader = Loader::Create(*plan, o);
   if (!loader) throw std::runtime_error(loader.error().ToString());
   return std::move(*loader);

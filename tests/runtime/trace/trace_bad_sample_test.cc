@@ -45,19 +45,11 @@ TEST(TraceBadSampleTest, AFailedAttemptIsTracedInsideTheSlotItsReplacementFilled
   const std::vector<std::string> paths = MakeDataset(data.path(), 16);
   const std::string bad_path = paths[5];
   WriteBytes(bad_path, {'n', 'o', 't', ' ', 'a', ' ', 'j', 'p', 'e', 'g'});
-  auto plan = Plan::Load(TestPlan().path, {{"DATA", data.path().string()}});
-  ASSERT_TRUE(plan) << plan.error().ToString();
   const fs::path file = data.path() / "run.json";
-  LoaderOptions options;
-  options.threads = 2;
-  options.rank = 0;
-  options.world_size = 1;
-  options.trace_path = file.string();
-  auto loader = Loader::Create(*plan, options);
-  ASSERT_TRUE(loader) << loader.error().ToString();
-  auto epoch = ReadEpoch(*loader);
+  Loader loader = MakeSingleRankLoader(TestPlan().path, data.path(), 2, file);
+  auto epoch = ReadEpoch(loader);
   ASSERT_TRUE(epoch) << epoch.error().ToString();
-  ASSERT_TRUE(loader->StopTrace());
+  ASSERT_TRUE(loader.StopTrace());
   std::multiset<uint64_t> delivered;
   for (const auto& batch : epoch->samples) delivered.insert(batch.begin(), batch.end());
 

@@ -37,16 +37,7 @@ std::vector<NextSpan> NextSpans(const fs::path& file) {
 }
 
 Loader TracedLoader(const fs::path& data, const fs::path& file) {
-  auto plan = Plan::Load(TestPlan().path, {{"DATA", data.string()}});
-  if (!plan) throw std::runtime_error(plan.error().ToString());
-  LoaderOptions options;
-  options.threads = 1;
-  options.rank = 0;
-  options.world_size = 1;
-  options.trace_path = file.string();
-  auto loader = Loader::Create(*plan, options);
-  if (!loader) throw std::runtime_error(loader.error().ToString());
-  return std::move(*loader);
+  return MakeSingleRankLoader(TestPlan().path, data, 1, file);
 }
 
 TEST(TraceNextTest, ASlicedWaitIsOneNextSpan) {
