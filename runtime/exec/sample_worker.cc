@@ -188,8 +188,7 @@ void SampleWorker::TraceStep(const Job& job, const char* name, Clock::time_point
 
 Status SampleWorker::RunSample(uint64_t index, const Job& job, Scratch& scratch, Outcome& out,
                                bool& fatal) const {
-  // A replacement's spans say which attempt they belong to ("attempt").
-  const int64_t attempt = out.attempt > 0 ? out.attempt : -1;
+  const int64_t attempt = out.TraceAttempt();
   // A failed step: its span marked failed, the error returned with the path.
   auto failed = [&](const char* step, Clock::time_point begin, const Error& e) -> Status {
     Error with_path = WithPath(e, index);
@@ -304,7 +303,7 @@ Status SampleWorker::RunFused(const FieldLayout& f, uint64_t index, const Job& j
   const auto k1 = Clock::now();
   out.kernel_ns += Ns(k0, k1);
   TraceStep(job, "kernel", k0, k1, index, st ? nullptr : &st.error(), &f - config_.fields.data(),
-            out.attempt > 0 ? out.attempt : -1);
+            out.TraceAttempt());
   if (!st && st.error().code != ErrorCode::kCorruptData) fatal = true;  // else the image's fault
   return st;
 }

@@ -73,7 +73,10 @@ struct Outcome {
   static constexpr int kMaxAttempts = 16;
   static constexpr int kMaxBad = kMaxAttempts + 1;
   uint64_t used_index = 0;
-  int attempt = 0;             // the attempt under way (0: the sample itself; trace spans)
+  int attempt = 0;  // the attempt under way (0: the sample itself; trace spans)
+  // A span's "attempt" argument: the replacement's number, -1 (none) for the
+  // sample itself.
+  int64_t TraceAttempt() const { return attempt > 0 ? attempt : -1; }
   std::optional<Error> error;  // the sample could not be filled (fail or exhausted)
   std::optional<Error> fatal;  // a bug or a kernel failure: stops the loader
   int bad_count = 0;
