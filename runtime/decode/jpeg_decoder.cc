@@ -314,11 +314,8 @@ Result<JpegInfo> ReadJpegHeader(std::span<const uint8_t> data) {
   return info;
 }
 
-namespace {
-
-// DecodeJpeg on the bytes as they are.
-Result<DecodedRegion> DecodeWhole(std::span<const uint8_t> data, const DecodeRequest& request,
-                                  ImageBuffer& out) {
+Result<DecodedRegion> DecodeJpegUnspliced(std::span<const uint8_t> data,
+                                          const DecodeRequest& request, ImageBuffer& out) {
   Decompressor d;
   InitErrorHandling(d);
   DecodedRegion region;
@@ -350,16 +347,9 @@ Result<DecodedRegion> DecodeWhole(std::span<const uint8_t> data, const DecodeReq
   return region;
 }
 
-}  // namespace
-
-Result<DecodedRegion> DecodeJpegUnspliced(std::span<const uint8_t> data,
-                                          const DecodeRequest& request, ImageBuffer& out) {
-  return DecodeWhole(data, request, out);
-}
-
 Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequest& request,
                                  ImageBuffer& out) {
-  if (!request.crop) return DecodeWhole(data, request, out);
+  if (!request.crop) return DecodeJpegUnspliced(data, request, out);
   // A JPEG with row-aligned restart intervals is cut down to the tiles the
   // crop needs before any entropy decoding (jpeg_restart_splice.h). The
   // margin covers what the plain path decodes beyond the crop: kEdgeMargin
@@ -371,17 +361,17 @@ Result<DecodedRegion> DecodeJpeg(std::span<const uint8_t> data, const DecodeRequ
   thread_local std::vector<uint8_t> spliced;  // per thread, reused
   const std::optional<SpliceOrigin> origin =
       SpliceRestartIntervals(data, *request.crop, margin, spliced);
-  if (!origin) return DecodeWhole(data, request, out);
+  if (!origin) return DecodeJpegUnspliced(data, request, out);
   // The limits apply to the image, not to the part of it decoded.
   const int width = origin->image_width, height = origin->image_height;
   if (width > kMaxJpegSide || height > kMaxJpegSide ||
       int64_t{width} * height > request.max_pixels) {
-    return DecodeWhole(data, request, out);
+    return DecodeJpegUnspliced(data, request, out);
   }
   DecodeRequest part = request;
   part.crop->x -= origin->x;
   part.crop->y -= origin->y;
-  auto region = DecodeWhole(spliced, part, out);
+  auto region = DecodeJpegUnspliced(spliced, part, out);
   if (!region) return region;
   // Back into the whole image's scaled coordinates (origins are multiples of
   // the MCU size, so of every scale); crop_* are relative to `decoded`.
