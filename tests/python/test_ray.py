@@ -58,6 +58,13 @@ def assert_batch(got, want):
         np.testing.assert_array_equal(np.asarray(got[k]), want[k])
 
 
+def assert_epoch(got, want):
+    """`got` is the epoch `want`: every batch once, in order, equal."""
+    assert [b.index for b in got] == list(range(len(want)))
+    for b in got:
+        assert_batch(b, want[b.index])
+
+
 def group_rows(batches, fields):
     """Regroups Ray Data numpy batches by their sluice_batch column."""
     rows = collections.defaultdict(lambda: collections.defaultdict(list))
@@ -147,10 +154,7 @@ def test_actors_on_both_nodes(sray, ray_mod, eval_plan):
     try:
         infos = ray_mod.get([a.info.remote() for a in loader.actors])
         assert len({i["node_id"] for i in infos}) == 2
-        got = list(loader)
-        assert [b.index for b in got] == list(range(len(want)))
-        for b in got:
-            assert_batch(b, want[b.index])
+        assert_epoch(list(loader), want)
     finally:
         loader.shutdown()
 
@@ -235,10 +239,7 @@ def test_autoscale_applies_at_epoch_end(sray, ray_mod, eval_plan):
         assert loader.stats()["actors"] == 1
         assert len(list(loader)) == len(want)  # ends with the epoch-end call: 1 -> 2 actors
         assert loader.stats()["actors"] == 2 and loader.stats()["resizes"] == 1
-        got = list(loader)
-        assert [b.index for b in got] == list(range(len(want)))
-        for b in got:
-            assert_batch(b, want[b.index])
+        assert_epoch(list(loader), want)
     finally:
         loader.shutdown()
 
@@ -306,10 +307,7 @@ def test_shard_shuffle_plan_on_actors_and_datasource(sray, ray_mod, shard_plan):
     want = local_batches(shard_plan)
     loader = sray.ActorLoader(shard_plan, num_actors=2)
     try:
-        got = list(loader)
-        assert [b.index for b in got] == list(range(len(want)))
-        for b in got:
-            assert_batch(b, want[b.index])
+        assert_epoch(list(loader), want)
     finally:
         loader.shutdown()
     src = sray.SluiceDatasource(shard_plan)
